@@ -1,0 +1,160 @@
+// Package outcome is the verdict model of reproboard: the six outcomes a
+// section can have, the exit-code rules of a board, and the test attributes
+// that carry a section's outcome from `go test -json` to the board.
+package outcome
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Outcome is the classification of one section.
+type Outcome string
+
+const (
+	Green        Outcome = "GREEN"
+	Red          Outcome = "RED"
+	KnownRed     Outcome = "KNOWN-RED"
+	Fixed        Outcome = "FIXED"
+	SetupFail    Outcome = "SETUP-FAIL"
+	Inconclusive Outcome = "INCONCLUSIVE"
+)
+
+// All lists the outcomes in report order, worst first.
+var All = []Outcome{Red, Inconclusive, SetupFail, Fixed, KnownRed, Green}
+
+// Parse turns the text form back into an Outcome.
+func Parse(s string) (Outcome, error) {
+	for _, o := range All {
+		if string(o) == strings.ToUpper(strings.TrimSpace(s)) {
+			return o, nil
+		}
+	}
+	return "", fmt.Errorf("unknown outcome %q (want one of GREEN, RED, KNOWN-RED, FIXED, SETUP-FAIL, INCONCLUSIVE)", s)
+}
+
+// Test attribute keys. A section's test records them with t.Attr so that
+// `go test -json` carries them to the board as "attr" events.
+const (
+	AttrOutcome = "reproboard.outcome"
+	AttrReason  = "reproboard.reason"
+	// AttrArtifactPrefix prefixes the keys of artefact paths: samples, charts.
+	AttrArtifactPrefix = "reproboard.artifact."
+	// AttrMeasure carries a section's one-line measurement (LEAK_MEASURE ...).
+	AttrMeasure = "reproboard.measure"
+)
+
+// Exit codes of a board, the guard contract.
+const (
+	ExitGreen      = 0
+	ExitRegression = 1
+	ExitSetup      = 2
+)
+
+// Gating says how a board's exit code treats outcomes.
+type Gating bool
+
+const (
+	Gate   Gating = true  // guard board: RED and INCONCLUSIVE fail it
+	NoGate Gating = false // bug-repro board: redness is the data
+)
+
+// ExitCode applies the design's rules to a board's outcomes.
+//
+// On a gating board RED or INCONCLUSIVE exit 1; on a non-gating board they
+// are reported and exit 0. SETUP-FAIL exits 2 unless there is a regression
+// (exit 1). FIXED exits 1 only under strict. A board that executed nothing
+// exits 2: nothing was verified.
+func ExitCode(outcomes []Outcome, gating Gating, strict bool) int {
+	if len(outcomes) == 0 {
+		return ExitSetup
+	}
+	regression, setup := false, false
+	for _, o := range outcomes {
+		switch o {
+		case Red, Inconclusive:
+			if gating {
+				regression = true
+			}
+		case Fixed:
+			if strict {
+				regression = true
+			}
+		case SetupFail:
+			setup = true
+		}
+	}
+	switch {
+	case regression:
+		return ExitRegression
+	case setup:
+		return ExitSetup
+	}
+	return ExitGreen
+}
+
+// Mark records the section's outcome and a one-line reason on t. Later
+// marks override earlier ones on the board (the last attr event wins).
+func Mark(t testing.TB, o Outcome, reason string) {
+	t.Helper()
+	t.Attr(AttrOutcome, string(o))
+	if reason != "" {
+		t.Attr(AttrReason, oneLine(reason))
+	}
+}
+
+// SetupFailf marks a precondition this section does not own as failed and
+// stops the test: the board reports SETUP-FAIL, not RED.
+func SetupFailf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	Mark(t, SetupFail, msg)
+	t.Fatalf("SETUP-FAIL: %s", msg)
+}
+
+// Require runs a precondition: a non-nil err marks SETUP-FAIL and stops.
+func Require(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		SetupFailf(t, "%s: %v", what, err)
+	}
+}
+
+// Artifact records the path of an artefact (kind is e.g. "chart", "samples").
+func Artifact(t testing.TB, kind, path string) {
+	t.Helper()
+	t.Attr(AttrArtifactPrefix+kind, path)
+}
+
+// DryRun reports whether the board asked for a listing run: sections are
+// created and skipped at once, so `go test -json` names every section
+// without running any.
+func DryRun() bool { return os.Getenv("REPROBOARD_DRYRUN") == "1" }
+
+// SkipIfDryRun skips t in a listing run.
+func SkipIfDryRun(t testing.TB) {
+	t.Helper()
+	if DryRun() {
+		t.Skip("reproboard dry run: section listed, not run")
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	const max = 300
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
