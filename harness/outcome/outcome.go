@@ -158,3 +158,47 @@ func oneLine(s string) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Select skips t unless the board wants this section run: in a dry run
+// every section is skipped (listed only), and under REPROBOARD_SHARD=k/n
+// only the sections whose full test name hashes to shard k run. Every
+// section the harness creates calls it first.
+func Select(t testing.TB) {
+	t.Helper()
+	SkipIfDryRun(t)
+	if k, n, ok := Shard(); ok && !InShard(t.Name(), k, n) {
+		t.Skipf("reproboard shard %d/%d: section belongs to another shard", k, n)
+	}
+}
+
+// Shard reads REPROBOARD_SHARD=k/n (1 <= k <= n).
+func Shard() (k, n int, ok bool) {
+	v := os.Getenv("REPROBOARD_SHARD")
+	if v == "" {
+		return 0, 0, false
+	}
+	k, n, err := ParseShard(v)
+	if err != nil {
+		return 0, 0, false
+	}
+	return k, n, true
+}
+
+// ParseShard parses "k/n".
+func ParseShard(s string) (k, n int, err error) {
+	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n {
+		return 0, 0, fmt.Errorf("shard %q: want k/n with 1 <= k <= n, e.g. 2/4", s)
+	}
+	return k, n, nil
+}
+
+// InShard partitions sections deterministically by their full test name
+// (FNV-1a), so every shard of every CI job agrees without coordination.
+func InShard(name string, k, n int) bool {
+	var h uint32 = 2166136261
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return int(h%uint32(n)) == k-1
+}
