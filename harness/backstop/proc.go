@@ -1,0 +1,182 @@
+// Package backstop guarantees that no process a section started outlives
+// it: processes are identified by pid and start time (pids are reused),
+// found again through the section's marker variable however they detached,
+// and stopped with SIGTERM, a short grace, then SIGKILL.
+package backstop
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// MarkerVar is inherited by every process a section starts; its value is
+// "<run>/<section>".
+const MarkerVar = "REPROBOARD_SECTION"
+
+// Proc identifies one process: a pid alone is not an identity, because the
+// kernel reuses pids; pid plus start time (clock ticks since boot) is.
+type Proc struct {
+	Pid   int
+	Start uint64
+	Cmd   string // command line, for reports
+}
+
+func (p Proc) String() string {
+	if p.Cmd == "" {
+		return fmt.Sprintf("pid %d", p.Pid)
+	}
+	return fmt.Sprintf("pid %d (%s)", p.Pid, p.Cmd)
+}
+
+// ErrGone says the process does not exist (any more).
+var ErrGone = errors.New("no such process")
+
+// stat is the part of /proc/PID/stat the backstop needs.
+type stat struct {
+	state byte
+	ppid  int
+	start uint64
+}
+
+// readStat parses /proc/PID/stat. The command name (field 2) may hold
+// spaces and parentheses, so fields are counted after the last ')'.
+func readStat(pid int) (stat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return stat{}, ErrGone
+		}
+		return stat{}, err
+	}
+	return parseStat(b)
+}
+
+func parseStat(b []byte) (stat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return stat{}, fmt.Errorf("malformed stat: %q", b)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	// After ')' come field 3 (state) onwards; start time is field 22.
+	if len(fields) < 20 {
+		return stat{}, fmt.Errorf("malformed stat: %d fields after the command", len(fields))
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return stat{}, fmt.Errorf("malformed stat ppid %q", fields[1])
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return stat{}, fmt.Errorf("malformed stat starttime %q", fields[19])
+	}
+	return stat{state: fields[0][0], ppid: ppid, start: start}, nil
+}
+
+// StartTime returns the start time of pid (field 22 of /proc/PID/stat).
+func StartTime(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	return st.start, err
+}
+
+// Identify records pid's identity now.
+func Identify(pid int) (Proc, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return Proc{}, fmt.Errorf("identify pid %d: %w", pid, err)
+	}
+	return Proc{Pid: pid, Start: st.start, Cmd: cmdline(pid)}, nil
+}
+
+// Alive reports whether p still runs: same pid, same start time, and not a
+// zombie (a zombie has finished; only its exit status is left).
+func (p Proc) Alive() bool {
+	st, err := readStat(p.Pid)
+	if err != nil {
+		return false
+	}
+	return st.start == p.Start && st.state != 'Z' && st.state != 'X'
+}
+
+// Same reports whether pid still names the process p identified.
+func (p Proc) Same() bool {
+	st, err := readStat(p.Pid)
+	return err == nil && st.start == p.Start
+}
+
+func cmdline(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// pids lists the numeric entries of /proc.
+func pids() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(entries))
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// markerOf returns the value of MarkerVar in pid's initial environment.
+func markerOf(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(MarkerVar + "=")
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if bytes.HasPrefix(kv, prefix) {
+			return string(kv[len(prefix):]), true
+		}
+	}
+	return "", false
+}
+
+// Marked lists the live processes whose marker satisfies match, skipping
+// this process (the harness may carry a marker of its own).
+func Marked(match func(marker string) bool) ([]Proc, error) {
+	all, err := pids()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []Proc
+	for _, pid := range all {
+		if pid == self {
+			continue
+		}
+		m, ok := markerOf(pid)
+		if !ok || !match(m) {
+			continue
+		}
+		p, err := Identify(pid)
+		if err != nil || !p.Alive() {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// WithMarker lists the live processes carrying exactly this marker value.
+func WithMarker(marker string) ([]Proc, error) {
+	return Marked(func(m string) bool { return m == marker })
+}

@@ -1,0 +1,263 @@
+// Package section is reproboard's unit of isolation: one guard script or
+// one Go subtest runs in its own directories and environment, under a
+// deadline, and every process it starts is stopped by the backstop when it
+// ends.
+package section
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reproboard/reproboard/harness/backstop"
+)
+
+// BaseEnv overrides the directory under which runs and sections live. The
+// default is /tmp: Unix-socket paths inside a section must stay under 104
+// bytes, and a test's default TMPDIR is often half of that already.
+const BaseEnv = "REPROBOARD_BASE"
+
+// KeepEnv, set to 1, keeps section roots after they end (their path is
+// printed) for looking at what a failing section left.
+const KeepEnv = "REPROBOARD_KEEP"
+
+// Config describes a section's environment.
+type Config struct {
+	// Name of the section; ForTest uses the test name.
+	Name string
+	// CacheVar and RuntimeVar name the target's variables for its state and
+	// its rendezvous parent (from the target profile); may be empty.
+	CacheVar, RuntimeVar string
+	// Env holds extra KEY=VALUE entries for every process of the section.
+	Env []string
+	// Deadline ends every command of the section; zero means 10 minutes.
+	Deadline time.Time
+	// Keep keeps the root after the section ends.
+	Keep bool
+	// Grace is how long SIGTERM gets before SIGKILL at the end.
+	Grace time.Duration
+}
+
+// Section is one isolated section.
+type Section struct {
+	Name     string
+	Marker   string // value of REPROBOARD_SECTION for this section
+	Root     string // mode 0700
+	Cache    string
+	Runtime  string // exists before the target runs: some targets never create it
+	Home     string
+	Tmp      string
+	Deadline time.Time
+
+	cfg Config
+	env []string
+
+	mu     sync.Mutex
+	procs  []backstop.Proc
+	closed bool
+	end    *End
+}
+
+// End says how a section ended.
+type End struct {
+	Backstop backstop.Report // processes still running at the end, and what it took
+	KeptRoot string          // set when the root was kept
+}
+
+// Clean is true when the section's own steps stopped everything they started.
+func (r End) Clean() bool { return r.Backstop.Empty() }
+
+var (
+	runOnce sync.Once
+	run     *backstop.Run
+	runErr  error
+	counter struct {
+		sync.Mutex
+		n int
+	}
+)
+
+// Base is the directory runs live under.
+func Base() string {
+	if b := os.Getenv(BaseEnv); b != "" {
+		return b
+	}
+	return "/tmp"
+}
+
+// DefaultRun is this process's run: started on first use, after a sweep of
+// the residue of dead runs, and with this process as child subreaper.
+func DefaultRun() (*backstop.Run, error) {
+	runOnce.Do(func() {
+		_ = backstop.BecomeSubreaper()
+		run, _, runErr = backstop.StartRun(Base())
+	})
+	return run, runErr
+}
+
+// CloseDefaultRun stops whatever still carries the run's marker and removes
+// the run directory; TestMain calls it (through Main) after the tests.
+func CloseDefaultRun() backstop.Report {
+	if run == nil {
+		return backstop.Report{}
+	}
+	return run.Close(os.Getenv(KeepEnv) == "1")
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// shortName keeps a section's directory name short and unique in its run.
+func shortName(name string) string {
+	counter.Lock()
+	counter.n++
+	n := counter.n
+	counter.Unlock()
+	s := unsafeName.ReplaceAllString(name, "-")
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 16 {
+		s = s[len(s)-16:]
+	}
+	return fmt.Sprintf("%d-%s", n, strings.Trim(s, "-."))
+}
+
+// New creates a section in run r: its root and directories, and its
+// environment.
+func New(r *backstop.Run, cfg Config) (*Section, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("section needs a name")
+	}
+	root := filepath.Join(r.Dir, shortName(cfg.Name))
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
+	}
+	s := &Section{
+		Name:    cfg.Name,
+		Marker:  r.Marker(cfg.Name),
+		Root:    root,
+		Cache:   filepath.Join(root, "cache"),
+		Runtime: filepath.Join(root, "runtime"),
+		Home:    filepath.Join(root, "home"),
+		Tmp:     filepath.Join(root, "tmp"),
+		cfg:     cfg,
+	}
+	s.Deadline = cfg.Deadline
+	if s.Deadline.IsZero() {
+		s.Deadline = time.Now().Add(10 * time.Minute)
+	}
+	for _, d := range []string{s.Cache, s.Runtime, s.Home, s.Tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(root)
+			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
+		}
+	}
+	s.env = s.buildEnv(os.Environ())
+	return s, nil
+}
+
+// redirected are replaced in the inherited environment, so that nothing a
+// section runs writes into the real user's home.
+var redirected = []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", backstop.MarkerVar}
+
+func (s *Section) buildEnv(base []string) []string {
+	set := map[string]string{
+		"HOME":             s.Home,
+		"TMPDIR":           s.Tmp,
+		"XDG_CACHE_HOME":   filepath.Join(s.Home, ".cache"),
+		"XDG_CONFIG_HOME":  filepath.Join(s.Home, ".config"),
+		"XDG_DATA_HOME":    filepath.Join(s.Home, ".local", "share"),
+		"XDG_STATE_HOME":   filepath.Join(s.Home, ".local", "state"),
+		"XDG_RUNTIME_DIR":  s.Runtime,
+		backstop.MarkerVar: s.Marker,
+	}
+	if s.cfg.CacheVar != "" {
+		set[s.cfg.CacheVar] = s.Cache
+	}
+	if s.cfg.RuntimeVar != "" {
+		set[s.cfg.RuntimeVar] = s.Runtime
+	}
+	drop := map[string]bool{}
+	for _, k := range redirected {
+		drop[k] = true
+	}
+	for k := range set {
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		env = append(env, k+"="+set[k])
+	}
+	return append(env, s.cfg.Env...)
+}
+
+// Env is the environment every process of the section gets.
+func (s *Section) Env() []string { return append([]string(nil), s.env...) }
+
+// Vars are the section's own variables (the redirected ones and the
+// target's), for script engines that build their own environment.
+func (s *Section) Vars() []string {
+	own := s.buildEnv(nil)
+	return own
+}
+
+// Remaining is the time left before the section's deadline.
+func (s *Section) Remaining() time.Duration { return time.Until(s.Deadline) }
+
+// Record puts pid under the backstop. Processes started through the
+// section are recorded already; a script records pids it learns.
+func (s *Section) Record(pid int) error {
+	p, err := backstop.Identify(pid)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("section %s has ended", s.Name)
+	}
+	s.procs = append(s.procs, p)
+	return nil
+}
+
+// Close runs the backstop: every recorded process and every process that
+// carries the section's marker (daemons that double-forked and called
+// setsid included) still running is stopped. The root is then removed
+// unless the section is kept. Close is idempotent.
+func (s *Section) Close() End {
+	s.mu.Lock()
+	if s.closed {
+		r := *s.end
+		s.mu.Unlock()
+		return r
+	}
+	s.closed = true
+	procs := append([]backstop.Proc(nil), s.procs...)
+	s.mu.Unlock()
+
+	marked, _ := backstop.WithMarker(s.Marker)
+	procs = append(procs, marked...)
+	res := End{Backstop: backstop.Stop(procs, s.cfg.Grace)}
+	backstop.ReapOrphans()
+	if s.cfg.Keep || os.Getenv(KeepEnv) == "1" {
+		res.KeptRoot = s.Root
+	} else {
+		os.RemoveAll(s.Root)
+	}
+	s.mu.Lock()
+	s.end = &res
+	s.mu.Unlock()
+	return res
+}
