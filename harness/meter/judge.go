@@ -104,6 +104,9 @@ func Judge(s Series, o Options) Verdict {
 		if p.Err != nil {
 			return inconclusive("unreadable at %d ops: %v", p.Ops, p.Err)
 		}
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			return inconclusive("unreadable at %d ops: value %v", p.Ops, p.Value)
+		}
 	}
 	if len(used) < minN {
 		return inconclusive("has only %s, need %d: run more batches or shorten the warmup", after, minN)

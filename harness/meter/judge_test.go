@@ -177,3 +177,20 @@ func TestFDCountSeries(t *testing.T) {
 		t.Errorf("%s", v.Reason)
 	}
 }
+
+func TestJudgeNaNValueIsUnreadable(t *testing.T) {
+	s := synth(100, 10, 0, 1, func(int) float64 { return 1 })
+	s.Points[6].Value = nan()
+	if v := Judge(s, Options{Budget: MustParseBudget("4KiB/op")}); v.Outcome != outcome.Inconclusive {
+		t.Errorf("NaN sample: %s", v.Reason)
+	}
+}
+
+// BenchmarkJudge is the cost of judging a 200-batch series.
+func BenchmarkJudge(b *testing.B) {
+	s := synth(2000, 10, 200*kib, 1, func(o int) float64 { return 30*mib + 5*kib*float64(o) })
+	o := Options{Budget: MustParseBudget("4KiB/op"), Warmup: 100}
+	for b.Loop() {
+		Judge(s, o)
+	}
+}

@@ -21,7 +21,11 @@ const (
 
 const filePrefix = "file:"
 
-// FileMetric is the metric of the total size of the files matching glob.
+// FileMetric is the metric of the total size of the regular files matching
+// glob, relative to Target.Dir: "/"-separated, path.Match per segment, "**"
+// for any depth. Matching nothing reads 0 bytes only if the directory named
+// by the glob's literal prefix exists (a WAL truncated away); a missing
+// directory is unreadable, as it is more likely a wrong base or a typo.
 func FileMetric(glob string) Metric { return Metric(filePrefix + glob) }
 
 // ParseMetric checks a metric name as a user wrote it.
