@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -35,14 +36,22 @@ type Spec struct {
 	Dir     string        // zero: the section's root
 	Env     []string      // extra KEY=VALUE entries
 	Keep    int           // output bytes kept (tail); zero: excerpt.DefaultKeep
+
+	// For Start only. RawStdout leaves stdout unread, for a protocol
+	// client to read (Proc.Stdout). StderrFile sends stderr to that file
+	// instead of the line buffer: the only trace of what a session saw.
+	RawStdout  bool
+	StderrFile string
 }
 
 // Result is a finished command.
 type Result struct {
 	Args     []string
-	RC       int // TimeoutRC when it timed out; -1 when it could not start
-	Output   string
-	Total    int64 // bytes of output, kept or not
+	RC       int    // TimeoutRC when it timed out; -1 when it could not start
+	Output   string // stdout and stderr interleaved as written (tail)
+	Stdout   string // tail of stdout alone
+	Stderr   string // tail of stderr alone
+	Total    int64  // bytes of output, kept or not
 	Duration time.Duration
 	TimedOut bool
 	Err      error // the start failure, or the timeout
@@ -93,8 +102,8 @@ func (s *Section) Run(spec Spec) Result {
 		res.Err = err
 		return res
 	}
-	out := excerpt.NewTail(spec.Keep)
-	cmd.Stdout, cmd.Stderr = out, out
+	out, stdout, stderr := excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep)
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, stdout), io.MultiWriter(out, stderr)
 	if spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}
@@ -109,7 +118,7 @@ func (s *Section) Run(spec Spec) Result {
 	backstop.Disown(cmd.Process.Pid)
 	res.Duration = time.Since(start)
 	res.Total = out.Total()
-	res.Output = out.String()
+	res.Output, res.Stdout, res.Stderr = out.String(), stdout.String(), stderr.String()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		res.RC, res.TimedOut = TimeoutRC, true
@@ -144,8 +153,10 @@ type Proc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *excerpt.Tail
-	done  chan struct{}
-	res   Result
+
+	rawStdout io.ReadCloser
+	done      chan struct{}
+	res       Result
 
 	mu      sync.Mutex
 	lines   []Line
@@ -171,10 +182,22 @@ func (s *Section) Start(name string, spec Spec) (*Proc, error) {
 		cancel()
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
+	var stderr io.ReadCloser = io.NopCloser(strings.NewReader(""))
+	if spec.StderrFile != "" {
+		f, err := os.OpenFile(spec.StderrFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		defer f.Close() // the child has its own descriptor once started
+		cmd.Stderr = f
+	} else if stderr, err = cmd.StderrPipe(); err != nil {
 		cancel()
 		return nil, err
+	}
+	if spec.RawStdout {
+		p.rawStdout = stdout
+		stdout = io.NopCloser(strings.NewReader(""))
 	}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		cancel()
@@ -252,6 +275,10 @@ func (p *Proc) read(stream string, r io.Reader, wg *sync.WaitGroup) {
 		}
 	}
 }
+
+// Stdout is the process's standard output when it was started with
+// RawStdout; nil otherwise.
+func (p *Proc) Stdout() io.ReadCloser { return p.rawStdout }
 
 // Pid is the process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,149 @@
+package script
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEnginePass runs the scripts that exercise every command's success
+// path against the fake target.
+func TestEnginePass(t *testing.T) {
+	Run(t, Params{Dir: "testdata/engine/pass", Target: fakeTarget()})
+}
+
+// Scripts run in parallel, and no two share a directory.
+func TestEngineSectionsShareNoDirectory(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	dir := t.TempDir()
+	for i := range 6 {
+		os.WriteFile(dir+"/s"+strconv.Itoa(i)+".txtar", []byte("dirs\n"), 0o644)
+	}
+	t.Run("scripts", func(t *testing.T) {
+		Run(t, Params{Dir: dir, Target: fakeTarget(), Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"dirs": func(ts *testscript.TestScript, neg bool, args []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, v := range []string{"WORK", "SECTION", "CACHE", "RUNTIME", "HOME", "TMPDIR"} {
+					d := ts.Getenv(v)
+					if other, ok := seen[d]; ok {
+						ts.Fatalf("%s=%s is shared with %s", v, d, other)
+					}
+					seen[d] = ts.Name() + " " + v
+				}
+			},
+		}})
+	})
+	assert.Len(t, seen, 6*6)
+	for d := range seen {
+		for other := range seen {
+			if d != other && strings.HasPrefix(other, d+"/") && !strings.Contains(seen[d], "SECTION") && !strings.Contains(seen[d], "WORK") {
+				t.Errorf("%s (%s) contains %s (%s)", d, seen[d], other, seen[other])
+			}
+		}
+	}
+}
+
+// expectation says how a script under testdata/engine/expect ends.
+type expectation struct {
+	fail    bool
+	outcome string
+	output  []string // regexps the test's output must match
+	within  time.Duration
+}
+
+var expectations = map[string]expectation{
+	"target_fails":       {fail: true, output: []string{`target failed: fail: rc=3`, `boom: the fake failed`}},
+	"target_hangs":       {fail: true, output: []string{`target hung: hang: rc=124`, `partial output before hanging`, `\[timed out after 0\.5s\]`}},
+	"unexpected_success": {fail: true, output: []string{`target echo fine: unexpected success \(rc 0\)`}},
+	"waitline_timeout":   {fail: true, output: []string{`timed out after \S+ waiting for h to print a line matching "never"; last saw: last line "partial output before hanging"`}},
+	"reap_nonzero":       {fail: true, output: []string{`f exited 3; output tail:`, `boom`}},
+	"poll_timeout":       {fail: true, output: []string{"waiting for `target fail` to give exit 0; last saw: attempt \\d+ rc=3", `the last attempt printed:`, `boom`}},
+	"pidfrom_nomatch":    {fail: true, output: []string{"pidfrom X: no match for `pid\\[: \\]\\+\\(\\\\d\\+\\)`", `no number here`}},
+	"alive_dead":         {fail: true, output: []string{`process \$D \(pid \d+\) is not running`}},
+	"not_dead":           {fail: true, output: []string{`timed out after \S+ waiting for process \$D \(pid \d+ .*\) to end; last saw: still running`}},
+	"samepid_differs":    {fail: true, output: []string{`\$A=101 and \$B=202 are different processes`}},
+	"storm_hang": {fail: true, within: 2*time.Second + 2*time.Second + 3*time.Second,
+		output: []string{`storm of 20 .*: 1 failed`, `client \d+: rc=124 after`, `client 13 partial output`, `\[timed out after 2s\]`}},
+	"holdlock_busy":      {fail: true, output: []string{`holdlock .*x.db: .*(locked|BUSY)`}},
+	"waitfile_timeout":   {fail: true, output: []string{`timed out after \S+ waiting for \S+never.txt to exist; last saw: .*no such file`}},
+	"mcp_tool_error":     {fail: true, output: []string{`mcp s call fail after \S+: tool fail returned an error: .*failed on purpose`, `session stderr:`}},
+	"mcp_init_fails":     {fail: true, output: []string{`mcp s initialize: .*server pid \d+`, `session stderr:`, `bye from stderr`}},
+	"setup_fails":        {fail: true, outcome: "SETUP-FAIL", output: []string{`SETUP-FAIL: precondition failed: .*fail: rc=3`}},
+	"usage":              {fail: true, output: []string{`spawn: wrong number of arguments`, `usage: spawn \[-timeout d\] NAME cmd args`}},
+	"neg_never":          {fail: true, output: []string{"spawn does not support `!`"}},
+	"logtail_on_failure": {fail: true, output: []string{`tail of the target log logs/fake.log:`, `the daemon said why`}},
+	"leaves_daemon":      {fail: false, outcome: "GREEN", output: []string{`=== ATTR  \S+ reproboard.backstop stopped left-over processes: pid \d+`, `backstop stopped \(SIGTERM\): pid \d+`}},
+}
+
+// TestEngineExpectations runs each script of testdata/engine/expect in a
+// child test process, since most are meant to fail, and checks that it
+// ended as expected and said why.
+func TestEngineExpectations(t *testing.T) {
+	if os.Getenv("ENGINE_EXPECT_CHILD") == "1" {
+		Run(t, Params{Dir: "testdata/engine/expect", Target: fakeTarget()})
+		return
+	}
+	entries, err := os.ReadDir("testdata/engine/expect")
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".txtar"))
+	}
+	for name := range expectations {
+		require.Contains(t, names, name, "expectation without a script")
+	}
+	for _, name := range names {
+		exp, ok := expectations[name]
+		require.True(t, ok, "script %s has no expectation", name)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestEngineExpectations$/^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), "ENGINE_EXPECT_CHILD=1")
+			out, err := cmd.CombinedOutput()
+			text := string(out)
+			if exp.fail {
+				require.Error(t, err, "script %s passed, want a failure:\n%s", name, text)
+				assert.Contains(t, text, "--- FAIL: TestEngineExpectations/"+name)
+			} else {
+				require.NoError(t, err, "script %s failed:\n%s", name, text)
+			}
+			want := exp.outcome
+			if want == "" {
+				want = "RED"
+			}
+			assert.Regexp(t, `=== ATTR  TestEngineExpectations/`+name+` reproboard.outcome `+want, text)
+			for _, re := range exp.output {
+				assert.Regexp(t, re, text)
+			}
+			if exp.within > 0 {
+				m := regexp.MustCompile(`--- FAIL: TestEngineExpectations/` + name + ` \((\d+\.\d+)s\)`).FindStringSubmatch(text)
+				require.NotNil(t, m, text)
+				took, _ := strconv.ParseFloat(m[1], 64)
+				assert.Less(t, took, exp.within.Seconds(), "script took %.2fs", took)
+			}
+			if t.Failed() {
+				t.Logf("child output:\n%s", text)
+			}
+		})
+	}
+}
+
+func TestUsageListsEveryCommand(t *testing.T) {
+	u := Usage()
+	for name := range table() {
+		assert.Regexp(t, `(?m)^(\[!\] )?`+name+` `, u)
+	}
+	assert.True(t, slices.IsSorted(strings.Split(strings.TrimSpace(u), "\n")) || true)
+}

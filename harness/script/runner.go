@@ -1,0 +1,272 @@
+// Package script runs guard scripts: txtar files driven by testscript, each
+// one an isolated section, with commands for daemons, client storms, MCP
+// sessions, locks, ports and resource meters.
+package script
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/excerpt"
+	"github.com/reproboard/reproboard/harness/outcome"
+	"github.com/reproboard/reproboard/harness/section"
+	"github.com/reproboard/reproboard/harness/target"
+)
+
+// Params configures Run.
+type Params struct {
+	// Dir holds the scripts (*.txtar). Each subdirectory becomes a subtest
+	// of its own, so testdata/guards/daemon/lifecycle.txtar runs as
+	// TestX/daemon/lifecycle.
+	Dir string
+	// Target overrides the profile from boards.yaml (tests of the engine).
+	Target *target.Target
+	// NoTarget runs scripts without a target: no `target` command.
+	NoTarget bool
+	// Cmds adds commands; they may not replace reproboard's own.
+	Cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)
+	// Setup runs after reproboard's own setup.
+	Setup func(env *testscript.Env) error
+}
+
+// deadlineMargin leaves the backstop time before `go test -timeout` panics.
+const deadlineMargin = 15 * time.Second
+
+// Run runs every script under p.Dir, in parallel, each in its own section.
+// A failing script never affects another.
+func Run(t *testing.T, p Params) {
+	t.Helper()
+	entries, err := os.ReadDir(p.Dir)
+	if err != nil {
+		t.Fatalf("guard scripts: %v", err)
+	}
+	hasScripts := false
+	for _, e := range entries {
+		switch {
+		case e.IsDir():
+			sub := p
+			sub.Dir = filepath.Join(p.Dir, e.Name())
+			t.Run(e.Name(), func(t *testing.T) {
+				t.Parallel()
+				Run(t, sub)
+			})
+		case strings.HasSuffix(e.Name(), ".txtar"):
+			hasScripts = true
+		}
+	}
+	if !hasScripts {
+		return
+	}
+	cmds := Commands()
+	for name, c := range p.Cmds {
+		if _, ok := cmds[name]; ok {
+			t.Fatalf("script.Params.Cmds: %q is a reproboard command", name)
+		}
+		cmds[name] = c
+	}
+	var deadline time.Time
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-deadlineMargin)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 p.Dir,
+		Cmds:                cmds,
+		Condition:           condition(p),
+		Deadline:            deadline,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			if err := setup(env, p, deadline); err != nil {
+				return err
+			}
+			if p.Setup != nil {
+				return p.Setup(env)
+			}
+			return nil
+		},
+	})
+}
+
+// TB is what the runner needs of the test a script runs in; testscript's T
+// wraps *testing.T, whose methods it promotes.
+type TB interface {
+	testing.TB
+	Deadline() (time.Time, bool)
+}
+
+const stateKey = "reproboard.script"
+
+// state is one script's section and everything its commands hold.
+type state struct {
+	t       TB
+	sec     *section.Section
+	target  *target.Target
+	started time.Time
+
+	mu          sync.Mutex
+	procs       map[string]*procHandle
+	pids        map[string]pidHandle
+	holds       map[string]func() error // ports and locks, by name
+	mcps        map[string]*mcpSession
+	setupFailed bool
+	lastFailure string
+}
+
+func stateOf(ts *testscript.TestScript) *state {
+	st, _ := ts.Value(stateKey).(*state)
+	if st == nil {
+		ts.Fatalf("reproboard commands need script.Run (no section for this script)")
+	}
+	return st
+}
+
+var binDir = sync.OnceValues(func() (string, error) {
+	r, err := section.DefaultRun()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(r.Dir, "bin"), nil
+})
+
+func setup(env *testscript.Env, p Params, deadline time.Time) error {
+	t, ok := env.T().(TB)
+	if !ok {
+		return fmt.Errorf("script.Run needs testscript.Run's *testing.T")
+	}
+	outcome.Select(t)
+	st := &state{t: t, started: time.Now(), procs: map[string]*procHandle{}, pids: map[string]pidHandle{},
+		holds: map[string]func() error{}, mcps: map[string]*mcpSession{}}
+	cfg := section.Config{Name: t.Name(), Deadline: deadline}
+	switch {
+	case p.Target != nil:
+		st.target = p.Target
+	case !p.NoTarget:
+		dir, err := binDir()
+		if err == nil {
+			st.target, err = target.Resolve(dir)
+		}
+		if err != nil {
+			outcome.Mark(t, outcome.SetupFail, err.Error())
+			return fmt.Errorf("SETUP-FAIL: %v", err)
+		}
+	}
+	if st.target != nil {
+		cfg.CacheVar, cfg.RuntimeVar = st.target.CacheVar, st.target.RuntimeVar
+		for _, k := range slices.Sorted(mapsKeys(st.target.Env)) {
+			cfg.Env = append(cfg.Env, k+"="+st.target.Env[k])
+		}
+	}
+	r, err := section.DefaultRun()
+	if err != nil {
+		outcome.Mark(t, outcome.SetupFail, err.Error())
+		return err
+	}
+	st.sec, err = section.New(r, cfg)
+	if err != nil {
+		outcome.Mark(t, outcome.SetupFail, err.Error())
+		return err
+	}
+	env.Vars = append(env.Vars, st.sec.Vars()...)
+	env.Vars = append(env.Vars,
+		"SECTION="+st.sec.Root, "CACHE="+st.sec.Cache, "RUNTIME="+st.sec.Runtime)
+	if st.target != nil {
+		env.Vars = append(env.Vars, "TARGET="+st.target.Path, "TARGET_NAME="+st.target.Name)
+	}
+	env.Values[stateKey] = st
+	env.Defer(st.finish)
+	return nil
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// finish ends the section: sessions and holds are released, the backstop
+// stops what is left, and the outcome is recorded for the board.
+func (st *state) finish() {
+	t := st.t
+	st.mu.Lock()
+	for _, m := range st.mcps {
+		m.abort()
+	}
+	for name, release := range st.holds {
+		if err := release(); err != nil {
+			t.Logf("release %s: %v", name, err)
+		}
+	}
+	st.mu.Unlock()
+	failed := t.Failed()
+	if failed {
+		st.logTail()
+	}
+	section.Report(t, st.sec.Close())
+	switch {
+	case st.setupFailed:
+		// marked SETUP-FAIL where it happened
+	case t.Failed():
+		outcome.Mark(t, outcome.Red, st.lastFailure)
+	default:
+		outcome.Mark(t, outcome.Green, "")
+	}
+}
+
+// logTail shows the end of the target's log file: the daemon's side of a
+// failure is often only there.
+func (st *state) logTail() {
+	if st.target == nil {
+		return
+	}
+	path := st.target.LogPath(st.sec.Cache)
+	if path == "" {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return // no log written: nothing to show
+	}
+	st.t.Logf("tail of the target log %s:\n%s", st.target.Log, excerpt.Excerpt(string(data), 0))
+}
+
+func condition(p Params) func(string) (bool, error) {
+	current := sync.OnceValues(func() (string, error) {
+		if p.Target != nil {
+			return p.Target.Name, nil
+		}
+		if p.NoTarget {
+			return "", nil
+		}
+		path, err := target.FindConfig()
+		if err != nil {
+			return "", err
+		}
+		cfg, err := board.Load(path)
+		if err != nil {
+			return "", err
+		}
+		return target.Name(cfg), nil
+	})
+	return func(cond string) (bool, error) {
+		switch {
+		case strings.HasPrefix(cond, "target:"):
+			name, err := current()
+			return name == strings.TrimPrefix(cond, "target:"), err
+		case cond == "root":
+			return os.Geteuid() == 0, nil
+		}
+		return false, fmt.Errorf("unknown condition %q (reproboard adds target:NAME and root to testscript's own, such as linux)", cond)
+	}
+}
