@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/reproboard/reproboard/examples/demod/internal/daemon"
 	"github.com/reproboard/reproboard/examples/demod/internal/mcpserver"
 	"github.com/reproboard/reproboard/examples/demod/internal/wire"
@@ -31,7 +29,7 @@ func (a *app) mcp() int {
 		fmt.Fprintf(a.stderr, "demod: not attached to a daemon yet: %v\n", err)
 	}
 	defer b.close()
-	err := mcpserver.New(b, version).Run(ctx, &mcp.StdioTransport{})
+	err := mcpserver.New(b, version).Run(ctx, mcpserver.DrainingStdio(a.stdin, a.stdout, toolCallWait))
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		fmt.Fprintf(a.stderr, "demod: MCP session ended: %v\n", err)
 		return 1

@@ -114,6 +114,9 @@ func (ss *Session) Call(ctx context.Context, tool string, args json.RawMessage) 
 	}
 	switch tool {
 	case "list_projects":
+		if err := decode(args, &struct{}{}); err != nil {
+			return nil, err
+		}
 		ps, err := ss.svc.store.Projects(ctx)
 		if err != nil {
 			return nil, err
