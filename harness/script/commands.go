@@ -128,6 +128,7 @@ func table() map[string]command {
 		"waitfile": cmdWaitfile,
 		"mcp":      cmdMCP,
 		"logtail":  cmdLogtail,
+		"leak":     cmdLeak,
 	}
 }
 

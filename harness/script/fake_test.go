@@ -169,6 +169,16 @@ func fakeMCP() int {
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "always fails"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("the fake tool failed on purpose")
 	})
+	// grow keeps 64 KiB per call, written so that it is resident: a leak.
+	var kept [][]byte
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "leaks 64 KiB per call"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		b := make([]byte, 64<<10)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		kept = append(kept, b)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(len(kept))}}}, nil, nil
+	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcp:", err)
 		return 1

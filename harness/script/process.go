@@ -91,10 +91,7 @@ var cmdSetup = command{
 			err = fmt.Errorf("%s", describe(c.args, res))
 		}
 		if err != nil {
-			c.st.mu.Lock()
-			c.st.setupFailed = true
-			c.st.mu.Unlock()
-			outcome.Mark(c.st.t, outcome.SetupFail, fmt.Sprintf("precondition `%s` failed", strings.Join(c.args, " ")))
+			c.st.mark(outcome.SetupFail, fmt.Sprintf("precondition `%s` failed", strings.Join(c.args, " ")))
 			return fmt.Errorf("SETUP-FAIL: precondition failed: %v", err)
 		}
 		return nil

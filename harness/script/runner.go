@@ -116,7 +116,7 @@ type state struct {
 	pids        map[string]pidHandle
 	holds       map[string]func() error // ports and locks, by name
 	mcps        map[string]*mcpSession
-	setupFailed bool
+	marked      outcome.Outcome // SETUP-FAIL or INCONCLUSIVE, set where it happened
 	lastFailure string
 }
 
@@ -215,8 +215,8 @@ func (st *state) finish() {
 	}
 	section.Report(t, st.sec.Close())
 	switch {
-	case st.setupFailed:
-		// marked SETUP-FAIL where it happened
+	case st.marked != "":
+		// marked where it happened
 	case t.Failed():
 		outcome.Mark(t, outcome.Red, st.lastFailure)
 	default:
