@@ -174,3 +174,16 @@ func TestShardAndDryRunSkipsAreInvisible(t *testing.T) {
 	assert.Empty(t, b.Skipped)
 	assert.Equal(t, 2, b.ExitCode)
 }
+
+func TestFailureReasonPicksTheLineThatSaysWhy(t *testing.T) {
+	for _, tc := range []struct{ out, want string }{
+		{"    x_test.go:3: starting\n    x_test.go:9: want 1, got 2\n", "x_test.go:9: want 1, got 2"},
+		{"    x_test.go:3: starting\npanic: boom [recovered]\n\tgoroutine 1\n", "panic: boom [recovered]"},
+		{"    testscript.go:609: WORK=$WORK\n        > target daemon start\n        FAIL: testdata/a.txtar:15: no match for `x` found in stdout\n        \n    FAIL\n", "FAIL: testdata/a.txtar:15: no match for `x` found in stdout"},
+		{"some text\nFAIL\n", "some text"},
+		{"", "failed without a message (see the excerpt)"},
+	} {
+		s := ClassifySection(SectionResult{Test: "TestX", Action: "fail", Output: tc.out}, nil, "")
+		assert.Equal(t, tc.want, s.Reason)
+	}
+}

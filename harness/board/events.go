@@ -433,7 +433,8 @@ func firstError(out string) string {
 var errorLineRE = regexp.MustCompile(`^\S+\.go:\d+(:\d+)?: `)
 
 // failureLine picks a failed test's one-line reason: a panic if there was
-// one, else its last logged line (t.Fatal is last; the error comes last).
+// one, else the last "FAIL: ..." line (testscript's failing command), else
+// the last logged line (t.Fatal comes last: the error comes last).
 func failureLine(out string) string {
 	lines := strings.Split(out, "\n")
 	for _, line := range lines {
@@ -441,20 +442,20 @@ func failureLine(out string) string {
 			return oneLine(l, 200)
 		}
 	}
-	last := ""
-	for _, line := range lines {
-		l := strings.TrimSpace(line)
-		if errorLineRE.MatchString(l) {
-			return oneLine(lastLogged(lines), 200)
-		}
-		if l != "" && !strings.HasPrefix(l, "...(") {
-			last = l
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "FAIL: ") {
+			return oneLine(l, 200)
 		}
 	}
-	if last == "" {
-		return "failed without a message (see the excerpt)"
+	if l := lastLogged(lines); l != "" {
+		return oneLine(l, 200)
 	}
-	return oneLine(last, 200)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && l != "FAIL" && !strings.HasPrefix(l, "...(") {
+			return oneLine(l, 200)
+		}
+	}
+	return "failed without a message (see the excerpt)"
 }
 
 func lastLogged(lines []string) string {

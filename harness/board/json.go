@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -44,6 +46,51 @@ func ReadJSON(r io.Reader, name string) (*Board, error) {
 		}
 	}
 	return &b, nil
+}
+
+// RelativeTo returns a copy of b whose file paths (Events and artefacts)
+// that lie inside dir are relative to it: a JSON report written in dir
+// then travels with the files next to it (a CI artefact directory).
+func (b *Board) RelativeTo(dir string) *Board {
+	c := *b
+	c.Events = relativeTo(dir, b.Events)
+	c.Sections = make([]Section, len(b.Sections))
+	for i, s := range b.Sections {
+		s.Artifacts = maps.Clone(s.Artifacts)
+		for k, p := range s.Artifacts {
+			s.Artifacts[k] = relativeTo(dir, p)
+		}
+		c.Sections[i] = s
+	}
+	return &c
+}
+
+// Resolve makes b's relative file paths absolute against dir, the
+// directory of the JSON report it was read from.
+func (b *Board) Resolve(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	b.Events = abs(b.Events)
+	for _, s := range b.Sections {
+		for k, p := range s.Artifacts {
+			s.Artifacts[k] = abs(p)
+		}
+	}
+}
+
+func relativeTo(dir, p string) string {
+	if p == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return rel
 }
 
 // Merge combines the boards of the shards of one run into one board and

@@ -37,7 +37,7 @@ func WriteMarkdown(w io.Writer, b *Board, opts MarkdownOptions) error {
 		icon = "⚠️"
 	}
 	fmt.Fprintf(&buf, "## %s board %s — exit %d\n\n", icon, mdText(b.Name), b.ExitCode)
-	fmt.Fprintf(&buf, "%s board, target `%s`, %s%s. %s: %s.\n\n", gatingWord(b.Gating), mdCode(b.Target), mdText(b.Platform), shardNote(b.Shard), CountsLine(b.Counts), mdText(b.ExitReason))
+	fmt.Fprintf(&buf, "%s board, target `%s`, %s%s. %s. Exit %d: %s.\n\n", gatingWord(b.Gating), mdCode(b.Target), mdText(b.Platform), shardNote(b.Shard), CountsLine(b.Counts), b.ExitCode, mdText(b.ExitReason))
 	buf.WriteString("| outcome | issue | duration | section | reason |\n|---|---|---|---|---|\n")
 	multiPkg := packageCount(b) > 1
 	for i, s := range b.Sections {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -309,4 +310,22 @@ func TestWriteJUnitEventsDropsOtherShardsSections(t *testing.T) {
 	for _, s := range collectFile(t, "board.jsonl").Sections {
 		assert.Equal(t, []string{s.Action}, ends[s.Test], "%s: once, with its real result", s.Test)
 	}
+}
+
+func TestRelativePathsTravelWithTheReport(t *testing.T) {
+	dir := t.TempDir()
+	b := &Board{Schema: Schema, Events: filepath.Join(dir, "guards.events.jsonl"), Sections: []Section{{
+		Test: "TestA", Outcome: outcome.Red,
+		Artifacts: map[string]string{"chart": filepath.Join(dir, "artifacts", "a.svg"), "elsewhere": "/var/x.json"},
+	}}}
+	rel := b.RelativeTo(dir)
+	assert.Equal(t, "guards.events.jsonl", rel.Events)
+	assert.Equal(t, filepath.Join("artifacts", "a.svg"), rel.Sections[0].Artifacts["chart"])
+	assert.Equal(t, "/var/x.json", rel.Sections[0].Artifacts["elsewhere"])
+	assert.Equal(t, filepath.Join(dir, "artifacts", "a.svg"), b.Sections[0].Artifacts["chart"], "the original is not changed")
+
+	moved := t.TempDir() // the CI artefact downloaded elsewhere
+	rel.Resolve(moved)
+	assert.Equal(t, filepath.Join(moved, "guards.events.jsonl"), rel.Events)
+	assert.Equal(t, filepath.Join(moved, "artifacts", "a.svg"), rel.Sections[0].Artifacts["chart"])
 }
