@@ -45,7 +45,7 @@ type Options struct {
 	Log        *logx.Logger
 	Service    *tools.Service
 	Config     *configdb.DB      // nil: ports are not persisted
-	Paths      *rendezvous.Paths // nil: no pid file to keep current
+	Paths      *rendezvous.Paths // nil: no pid file to keep current; else its Socket is watched
 	WALSize    func() int64      // for the status page; nil reports 0
 }
 
@@ -125,7 +125,7 @@ func (s *Server) Serve(ln net.Listener) {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	go s.watchIdle()
+	go s.watch()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -151,16 +151,25 @@ func (s *Server) register(c *client) bool {
 		return false
 	}
 	if len(s.clients) >= s.opts.MaxClients {
-		sc := wire.NewServerConn(c.conn)
-		_ = sc.Reply(wire.Response{Code: wire.CodeBusy, Error: "demod daemon is at its client limit (" + strconv.Itoa(s.opts.MaxClients) + "); retry later"})
-		c.conn.Close()
 		s.opts.Log.Warn("client.rejected", "reason", "max_clients", "peer_pid", c.pid)
+		go turnAway(c.conn, s.opts.MaxClients)
 		return false
 	}
 	s.nextID++
 	c.id = s.nextID
 	s.clients[c.id] = c
 	return true
+}
+
+// turnAway answers one request with "busy" and hangs up; answering before
+// the request arrives would make the client's write fail instead.
+func turnAway(conn net.Conn, limit int) {
+	defer conn.Close()
+	sc := wire.NewServerConn(conn)
+	if _, err := sc.Next(2 * time.Second); err != nil {
+		return
+	}
+	_ = sc.Reply(wire.Response{Code: wire.CodeBusy, Error: "demod daemon is at its client limit (" + strconv.Itoa(limit) + "); retry later"})
 }
 
 func (s *Server) unregister(c *client) {
@@ -389,10 +398,13 @@ func (s *Server) Shutdown() {
 	}
 }
 
-// watchIdle retires an ephemeral daemon once nobody has used it for the
-// idle period. closing is set under the same lock that registers
-// clients, so a connection is either served or closed, never half-served.
-func (s *Server) watchIdle() {
+// watch retires an ephemeral daemon once nobody has used it for the idle
+// period, and any daemon whose socket was removed or replaced: nobody can
+// reach it any more (its runtime dir was deleted), so it would run forever.
+// closing is set under the same lock that registers clients, so a
+// connection is either served or closed, never half-served.
+func (s *Server) watch() {
+	owned := s.socketIdentity()
 	tick := min(max(s.opts.Idle/5, 10*time.Millisecond), 250*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -413,7 +425,24 @@ func (s *Server) watchIdle() {
 			s.RequestShutdown("ephemeral and idle for " + s.opts.Idle.String())
 			return
 		}
+		if owned != nil && !os.SameFile(owned, s.socketIdentity()) {
+			s.opts.Log.Warn("daemon.orphaned", "socket", s.opts.Paths.Socket)
+			s.RequestShutdown("socket " + s.opts.Paths.Socket + " was removed or replaced")
+			return
+		}
 	}
+}
+
+// socketIdentity is the socket file as it is now; nil if unwatched or gone.
+func (s *Server) socketIdentity() os.FileInfo {
+	if s.opts.Paths == nil {
+		return nil
+	}
+	fi, err := os.Stat(s.opts.Paths.Socket)
+	if err != nil {
+		return nil
+	}
+	return fi
 }
 
 // peerPID is the connecting process's pid as the kernel saw it.

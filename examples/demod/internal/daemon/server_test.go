@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/reproboard/reproboard/examples/demod/internal/rendezvous"
 	"github.com/reproboard/reproboard/examples/demod/internal/store"
 	"github.com/reproboard/reproboard/examples/demod/internal/tools"
 	"github.com/reproboard/reproboard/examples/demod/internal/wire"
@@ -188,4 +190,35 @@ func TestClientCapTurnsExtraConnectionsAway(t *testing.T) {
 		c.Close()
 	}
 	waitEmpty(t, s)
+}
+
+func TestRemovedSocketRetiresTheDaemon(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "dmdsrv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	p := rendezvous.For(dir)
+	s, _ := serve(t, Options{Paths: &p})
+	// serve listened elsewhere; give the watcher a socket file of its own.
+	ln, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s2 := New(Options{Paths: &p, Service: s.opts.Service, Mode: Permanent})
+	go s2.Serve(ln)
+	defer s2.Shutdown()
+	time.Sleep(100 * time.Millisecond)
+	if err := os.Remove(p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s2.Done():
+		if !strings.Contains(s2.Reason(), "removed or replaced") {
+			t.Errorf("retired for the wrong reason: %s", s2.Reason())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a daemon whose socket was removed kept running 5s later")
+	}
 }
