@@ -129,6 +129,7 @@ func table() map[string]command {
 		"mcp":      cmdMCP,
 		"logtail":  cmdLogtail,
 		"leak":     cmdLeak,
+		"sleep":    cmdSleep,
 	}
 }
 

@@ -216,3 +216,21 @@ var cmdLogtail = command{
 		return nil
 	},
 }
+
+var cmdSleep = command{
+	usage: "sleep d — hold the present state for d (e.g. a lock past a client's old budget); to wait for something, use poll, waitline or waitfile",
+	run: func(c *call) error {
+		if err := c.parse(1, 1); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(c.args[0])
+		if err != nil || d < 0 {
+			return c.usagef("%q is not a duration", c.args[0])
+		}
+		if d > c.st.sec.Remaining() {
+			return fmt.Errorf("sleep %s would pass the section's deadline (%s left)", d, c.st.sec.Remaining().Round(time.Second))
+		}
+		time.Sleep(d)
+		return nil
+	},
+}

@@ -178,7 +178,8 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 	env.Vars = append(env.Vars,
 		"SECTION="+st.sec.Root, "CACHE="+st.sec.Cache, "RUNTIME="+st.sec.Runtime)
 	if st.target != nil {
-		env.Vars = append(env.Vars, "TARGET="+st.target.Path, "TARGET_NAME="+st.target.Name)
+		env.Vars = append(env.Vars, "TARGET="+st.target.Path, "TARGET_NAME="+st.target.Name,
+			"TARGET_LOG="+st.target.LogPath(st.sec.Cache))
 	}
 	env.Values[stateKey] = st
 	env.Defer(st.finish)

@@ -1,0 +1,60 @@
+package guards
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reproboard/reproboard/harness/target"
+)
+
+// breakEnv selects one of demod's test-only regressions (BUGS.md).
+const breakEnv = "DEMOD_TEST_BREAK"
+
+// breaks pairs each deliberate regression of demod with the guard that
+// must catch it and what the guard's failure must say.
+var breaks = []struct {
+	name   string // DEMOD_TEST_BREAK value
+	guard  string // script under testdata/guards/daemon
+	reason string // regexp the failure must match: why it is RED
+}{
+	{"restart-under-storm", "churn-stability", `(are different processes|is not running|storm of 6 .*failed)`},
+	{"stop-ignores-sessions", "stop-refuses-busy", `target daemon stop: unexpected success`},
+	{"start-new-pid", "start-status-port", "(?s)daemon: started \\(permanent, pid \\d+\\).*no match for `already active \\\\\\(permanent` found in stdout"},
+	{"stale-state", "crash-recovery", "waiting for `target daemon status` to give a non-zero exit, stdout matching \"not running\""},
+	{"hook-fails-closed", "hook-fail-open", `target failed: hook-augment: rc=1`},
+	{"port-blocks", "start-status-port", `target failed: daemon start --port=\d+: rc=\d+`},
+	{"writer-gives-up", "start-port-waits-for-settings-writer", `process \$CLIENT \(pid \d+\) is not running`},
+}
+
+// TestGuardsCatchBreaks runs each guard against a demod broken on
+// purpose, in a child test process, and checks the guard goes RED with a
+// tail excerpt that says why.
+func TestGuardsCatchBreaks(t *testing.T) {
+	if os.Getenv("REPROBOARD_TARGET") != "" && os.Getenv("REPROBOARD_TARGET") != "demod" {
+		t.Skip("the deliberate regressions are demod's")
+	}
+	// Build once here; the children use this binary.
+	tgt, err := target.Resolve(t.TempDir())
+	require.NoError(t, err)
+	for _, b := range breaks {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestGuards$/^daemon$/^"+regexp.QuoteMeta(b.guard)+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), breakEnv+"="+b.name, target.BinaryEnv+"="+tgt.Path)
+			out, err := cmd.CombinedOutput()
+			text := string(out)
+			require.Error(t, err, "guard %s stayed GREEN with %s=%s:\n%s", b.guard, breakEnv, b.name, text)
+			assert.Contains(t, text, "--- FAIL: TestGuards/daemon/"+b.guard)
+			assert.Regexp(t, `=== ATTR  TestGuards/daemon/`+regexp.QuoteMeta(b.guard)+` reproboard.outcome RED`, text)
+			assert.Regexp(t, b.reason, text)
+			if t.Failed() {
+				t.Logf("guard output:\n%s", text)
+			}
+		})
+	}
+}
