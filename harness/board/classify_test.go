@@ -168,6 +168,19 @@ func TestListedSectionsThatNeverRanAreAProblem(t *testing.T) {
 	assert.Equal(t, 2, b.ExitCode)
 }
 
+func TestAnEmptyShardLeavesTheVerdictToTheMerge(t *testing.T) {
+	b := Classify(&Results{}, nil, Options{Gating: true, Shard: "2/3"})
+	assert.Equal(t, 0, b.ExitCode)
+	assert.Equal(t, "shard 2/3 holds no section of this board; the merge of all shards decides", b.ExitReason)
+
+	merged, err := Merge([]*Board{b, b}, []string{"a.json", "b.json"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, merged.ExitCode, "no shard verified anything")
+
+	b = Classify(&Results{Problems: []Problem{{Kind: ProblemBuild, Message: "package p did not build: x"}}}, nil, Options{Gating: true, Shard: "2/3"})
+	assert.Equal(t, 2, b.ExitCode)
+}
+
 func TestShardAndDryRunSkipsAreInvisible(t *testing.T) {
 	b := Classify(collectFile(t, "dryrun.jsonl"), nil, Options{Gating: true})
 	assert.Empty(t, b.Sections)

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/reproboard/reproboard/harness/board"
+)
+
+var mergeCommand = &command{
+	name:    "merge",
+	summary: "combine the JSON reports of a sharded run into one board",
+	usage: `usage: reproboard merge [flags] REPORT.json...
+
+Combines the JSON reports of the shards of one run ('reproboard run
+--shard K/N', one per CI job) into one board per board name, recomputes
+the exit code and writes the same reports as run. Paths in a report are
+relative to its file, so download each shard's --out directory whole.
+JUnit is written by gotestsum over the shards' raw events, which must sit
+next to their JSON reports.
+
+Flags:
+` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1), even if the
+                  shards ran without --strict
+`,
+	run: runMerge,
+}
+
+func runMerge(c *cli, cmd *command, args []string) int {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	strict := fs.Bool("strict", false, "")
+	var rf reportFlags
+	rf.register(fs)
+	files, code, ok := c.parse(fs, cmd, args)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		return c.usageError(cmd, "give the JSON reports of the shards")
+	}
+	var order []string
+	groups := map[string][]*board.Board{}
+	groupFiles := map[string][]string{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return c.fail(cmd, err)
+		}
+		b, err := board.ReadJSON(f, name)
+		f.Close()
+		if err != nil {
+			return c.fail(cmd, err)
+		}
+		dir, err := filepath.Abs(filepath.Dir(name))
+		if err != nil {
+			return c.fail(cmd, err)
+		}
+		b.Resolve(dir)
+		if _, seen := groups[b.Name]; !seen {
+			order = append(order, b.Name)
+		}
+		groups[b.Name] = append(groups[b.Name], b)
+		groupFiles[b.Name] = append(groupFiles[b.Name], name)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return c.fail(cmd, err)
+	}
+	rp := &reporter{c: c, flags: rf, multi: len(order) > 1, moduleDir: wd, boards: len(order)}
+	var codes []int
+	for _, name := range order {
+		parts := groups[name]
+		m, err := board.Merge(parts, groupFiles[name])
+		if err != nil {
+			return c.fail(cmd, err)
+		}
+		if *strict && !m.Strict {
+			m.Strict = true
+			m.Score()
+		}
+		var events []string
+		for _, p := range parts {
+			events = append(events, p.Events) // "" makes --junit say which is missing
+		}
+		code := m.ExitCode
+		if err := rp.write(c.ctx, m, "", events); err != nil {
+			fmt.Fprintf(c.stderr, "reproboard merge: board %s: %v\n", name, err)
+			code = combineExit([]int{code, 2})
+		}
+		codes = append(codes, code)
+	}
+	return combineExit(codes)
+}

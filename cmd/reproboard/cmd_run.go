@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+var runCommand = &command{
+	name:    "run",
+	summary: "run boards, classify their sections, write the reports",
+	usage: `usage: reproboard run [flags] [BOARD...]
+
+Runs each BOARD of boards.yaml (every board when none is named): builds
+the board's target once (REPROBOARD_TARGET_BINARY tells the tests where),
+lists the sections with a dry run (and checks that every known_red entry
+names a real test), runs them with go test -json, classifies each section
+and writes the reports. The raw events and the JSON report stay in --out.
+
+Flags:
+  --config FILE   the board config (default boards.yaml); go commands run
+                  in its directory
+  --shard K/N     run only shard K of N; merge the shards' JSON reports
+                  with 'reproboard merge'
+` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1)
+  --out DIR       raw events, JSON reports, built targets, artefacts
+                  (default out)
+  --timeout D     go test -timeout for each test binary (default 30m)
+  --deadline D    bound on each board's whole go test run (default 2h)
+
+With several boards, report files get the board's name before the
+extension (board.json -> board.guards.json), and the exit code is the
+worst: 1 if any board regressed, else 2 if any could not verify, else 0.
+`,
+	run: runRun,
+}
+
+func runRun(c *cli, cmd *command, args []string) int {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	config := fs.String("config", "boards.yaml", "")
+	shard := fs.String("shard", "", "")
+	strict := fs.Bool("strict", false, "")
+	out := fs.String("out", "out", "")
+	timeout := fs.Duration("timeout", 30*time.Minute, "")
+	deadline := fs.Duration("deadline", 2*time.Hour, "")
+	var rf reportFlags
+	rf.register(fs)
+	names, code, ok := c.parse(fs, cmd, args)
+	if !ok {
+		return code
+	}
+	if *shard != "" {
+		if _, _, err := outcome.ParseShard(*shard); err != nil {
+			return c.usageError(cmd, "--%v", err)
+		}
+	}
+	if *timeout <= 0 || *deadline <= 0 {
+		return c.usageError(cmd, "--timeout and --deadline must be positive durations, e.g. 30m")
+	}
+	s, err := c.openSession(*config, *out)
+	if err != nil {
+		return c.fail(cmd, err)
+	}
+	s.timeout, s.deadline = *timeout, *deadline
+	specs, err := s.boards(names)
+	if err != nil {
+		return c.usageError(cmd, "%v", err)
+	}
+	for _, spec := range specs { // build before the dry run: a broken target shows at once
+		if _, err := s.targetEnv(c.ctx, spec); err != nil {
+			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
+		}
+	}
+	listings, err := s.listAll(c.ctx)
+	if err != nil {
+		return c.fail(cmd, err)
+	}
+	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1, moduleDir: s.dir, boards: len(specs)}
+	var codes []int
+	for _, spec := range specs {
+		stem := spec.Name
+		if *shard != "" {
+			stem += ".shard" + strings.Replace(*shard, "/", "of", 1)
+		}
+		b, err := s.runBoard(c.ctx, runSpec{spec: spec, shard: *shard, strict: *strict, stem: stem,
+			expected: inShard(listings[spec.Name].Names(), *shard)})
+		if err != nil {
+			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
+			codes = append(codes, 2)
+			continue
+		}
+		var events []string
+		if b.Events != "" {
+			events = []string{b.Events}
+		}
+		code := b.ExitCode
+		if err := rp.write(c.ctx, b, filepath.Join(s.out, stem+".json"), events); err != nil {
+			fmt.Fprintf(c.stderr, "reproboard run: board %s: reports: %v\n", spec.Name, err)
+			code = combineExit([]int{code, 2})
+		}
+		codes = append(codes, code)
+	}
+	return combineExit(codes)
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/outcome"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fixtureModule writes a small module that uses this repository's harness
+// (through a replace) with a target to build, a gating guard board, a
+// bug-repro board with a leak repro that records a chart, and a board
+// whose target does not build. Its go.mod copies this module's
+// requirements, so go test and go tool gotestsum work offline.
+func fixtureModule(t *testing.T) string {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	gosum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	require.NoError(t, err)
+	mod := strings.Replace(string(gomod), "module github.com/reproboard/reproboard", "module example.com/fixture", 1)
+	mod += "\nrequire github.com/reproboard/reproboard v0.0.0\n\nreplace github.com/reproboard/reproboard => " + repo + "\n"
+
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": mod,
+		"go.sum": string(gosum),
+		"boards.yaml": `targets:
+  fake:
+    build: ./cmd/fake
+    cache_var: FAKE_CACHE
+    runtime_var: FAKE_RUNTIME
+  broken:
+    build: ./cmd/broken
+    cache_var: BROKEN_CACHE
+    runtime_var: BROKEN_RUNTIME
+boards:
+  guards:
+    packages: [./guards/...]
+    target: fake
+    gating: true
+  bug-repro:
+    packages: [./repro/...]
+    target: fake
+    gating: false
+  broken:
+    packages: [./guards/...]
+    target: broken
+    gating: true
+known_red:
+  - test: TestRepro/issue581
+    issue: 581
+    reason: query-path memory growth
+    signature: 'LEAK_MEASURE .*verdict=RED'
+`,
+		"cmd/fake/main.go": `package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() { fmt.Println("fake", os.Args[1]) }
+`,
+		"cmd/broken/main.go": "package main\n\nfunc main() { undefinedCall() }\n",
+		"guards/guards_test.go": `package guards
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+func TestGuards(t *testing.T) {
+	for _, name := range []string{"start", "status", "stop"} {
+		t.Run(name, func(t *testing.T) {
+			outcome.Select(t)
+			out, err := exec.Command(os.Getenv("REPROBOARD_TARGET_BINARY"), name).Output()
+			outcome.Require(t, err, "run the target")
+			if got := strings.TrimSpace(string(out)); got != "fake "+name {
+				t.Fatalf("got %q", got)
+			}
+		})
+	}
+}
+`,
+		"repro/repro_test.go": `package repro
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+const svg = ` + "`" + `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><line x1="0" y1="10" x2="10" y2="0" stroke="red"/></svg>` + "`" + `
+
+func TestRepro(t *testing.T) {
+	t.Run("issue581", func(t *testing.T) {
+		outcome.Select(t)
+		chart := filepath.Join(t.ArtifactDir(), "issue581.svg")
+		if err := os.WriteFile(chart, []byte(svg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outcome.Artifact(t, "chart", chart)
+		const m = "LEAK_MEASURE op=query slope=5.1KiB/op budget=4KiB/op verdict=RED"
+		t.Attr(outcome.AttrMeasure, m)
+		t.Log(m)
+		t.Fatal("query-path memory grows")
+	})
+	t.Run("issue600", func(t *testing.T) { outcome.Select(t); t.Log("bounded") })
+	t.Run("control", func(t *testing.T) { outcome.Select(t) })
+	t.Run("board-env", func(t *testing.T) {
+		outcome.Select(t)
+		if os.Getenv("REPROBOARD_BOARD") != "bug-repro" || os.Getenv("REPROBOARD_TARGET") != "fake" {
+			t.Fatalf("board env not set: %q %q", os.Getenv("REPROBOARD_BOARD"), os.Getenv("REPROBOARD_TARGET"))
+		}
+	})
+}
+`,
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	}
+	return dir
+}
+
+func readBoard(t *testing.T, path string) *board.Board {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := board.ReadJSON(f, path)
+	require.NoError(t, err)
+	b.Resolve(filepath.Dir(path))
+	return b
+}
+
+func outcomes(b *board.Board) map[string]string {
+	m := map[string]string{}
+	for _, s := range b.Sections {
+		m[s.Test] = string(s.Outcome)
+	}
+	return m
+}
+
+// TestEndToEnd drives the CLI in-process against real go test runs.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test and go build on a fixture module")
+	}
+	t.Setenv("GOPROXY", "off") // everything needed is in the module cache
+	t.Setenv("GOWORK", "off")
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("NO_COLOR", "1")
+	dir := fixtureModule(t)
+	cfg := filepath.Join(dir, "boards.yaml")
+	reports := t.TempDir()
+	summary := filepath.Join(reports, "summary.md")
+	t.Setenv("GITHUB_STEP_SUMMARY", summary)
+
+	wantRepro := map[string]string{
+		"TestRepro/issue581": "KNOWN-RED", "TestRepro/issue600": "GREEN",
+		"TestRepro/control": "GREEN", "TestRepro/board-env": "GREEN",
+	}
+
+	t.Run("run two boards with every report", func(t *testing.T) {
+		out := filepath.Join(reports, "out")
+		code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", out,
+			"--json", filepath.Join(reports, "board.json"), "--md", filepath.Join(reports, "board.md"),
+			"--html", filepath.Join(reports, "board.html"), "--junit", filepath.Join(reports, "board.xml"),
+			"guards", "bug-repro")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		assert.Contains(t, stderr, "building target fake (./cmd/fake)")
+		assert.Contains(t, stderr, "KNOWN-RED     TestRepro/issue581  ", "one progress line per section off a terminal")
+		assert.Contains(t, stdout, "guards: 3 section(s): 3 GREEN — exit 0: ok: nothing regressed")
+		assert.Contains(t, stdout, "bug-repro: 4 section(s): 1 KNOWN-RED, 3 GREEN — exit 0")
+
+		g := readBoard(t, filepath.Join(reports, "board.guards.json"))
+		assert.Equal(t, map[string]string{"TestGuards/start": "GREEN", "TestGuards/status": "GREEN", "TestGuards/stop": "GREEN"}, outcomes(g))
+		r := readBoard(t, filepath.Join(reports, "board.bug-repro.json"))
+		assert.Equal(t, wantRepro, outcomes(r))
+		kept := readBoard(t, filepath.Join(out, "bug-repro.json"))
+		assert.Equal(t, r.Sections, kept.Sections, "the run keeps its JSON in --out")
+		assert.FileExists(t, filepath.Join(out, "bug-repro.events.jsonl"))
+		assert.FileExists(t, filepath.Join(out, "bin", "fake"))
+
+		var leak board.Section
+		for _, s := range r.Sections {
+			if s.Test == "TestRepro/issue581" {
+				leak = s
+			}
+		}
+		assert.Equal(t, 581, leak.Issue)
+		assert.Equal(t, "LEAK_MEASURE op=query slope=5.1KiB/op budget=4KiB/op verdict=RED", leak.Measure)
+		chart := leak.Artifacts["chart"]
+		assert.True(t, strings.HasPrefix(chart, filepath.Join(out, "artifacts")+string(filepath.Separator)), "artefacts are kept in --out: %s", chart)
+		assert.FileExists(t, chart)
+
+		html, err := os.ReadFile(filepath.Join(reports, "board.bug-repro.html"))
+		require.NoError(t, err)
+		assert.Contains(t, string(html), `src="data:image/svg&#43;xml;base64,`)
+		parseXML(t, html)
+
+		junit, err := os.ReadFile(filepath.Join(reports, "board.bug-repro.xml"))
+		require.NoError(t, err)
+		parseXML(t, junit)
+		assert.Equal(t, 1, strings.Count(string(junit), `name="TestRepro/issue581"`))
+
+		md, err := os.ReadFile(summary)
+		require.NoError(t, err)
+		assert.Contains(t, string(md), "## ✅ board guards — exit 0")
+		assert.Contains(t, string(md), "## ✅ board bug-repro — exit 0")
+		assert.FileExists(t, filepath.Join(reports, "board.guards.md"))
+	})
+
+	t.Run("a target that does not build exits 2", func(t *testing.T) {
+		out := filepath.Join(reports, "broken")
+		code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", out, "broken")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "reproboard run: board broken: target broken did not build: cmd/broken/main.go:3:15: undefined: undefinedCall")
+		assert.Contains(t, stdout, "broken: 0 section(s) — exit 2: no section ran: nothing was verified; target broken did not build")
+		assert.Equal(t, 2, readBoard(t, filepath.Join(out, "broken.json")).ExitCode)
+	})
+
+	t.Run("merge of two shards equals the unsharded board", func(t *testing.T) {
+		var parts []string
+		for _, shard := range []string{"1/2", "2/2"} {
+			out := filepath.Join(reports, "shard"+shard[:1])
+			code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", out, "--shard", shard, "bug-repro")
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			p := filepath.Join(out, "bug-repro.shard"+shard[:1]+"of2.json")
+			b := readBoard(t, p)
+			assert.Equal(t, shard, b.Shard)
+			assert.NotEmpty(t, b.Sections, "shard %s ran nothing: the merge proves little", shard)
+			for _, s := range b.Sections {
+				k, n, _ := outcome.ParseShard(shard)
+				assert.True(t, outcome.InShard(s.Test, k, n), "%s ran in shard %s", s.Test, shard)
+			}
+			parts = append(parts, p)
+		}
+		merged := filepath.Join(reports, "merged.json")
+		mergedJUnit := filepath.Join(reports, "merged.xml")
+		code, stdout, stderr := invoke(t, append([]string{"merge", "--json", merged, "--junit", mergedJUnit}, parts...)...)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		m := readBoard(t, merged)
+		whole := readBoard(t, filepath.Join(reports, "board.bug-repro.json"))
+		assert.Equal(t, wantRepro, outcomes(m))
+		assert.Equal(t, whole.ExitCode, m.ExitCode)
+		assert.Equal(t, whole.Counts, m.Counts)
+		assert.Empty(t, m.Shard)
+
+		junit, err := os.ReadFile(mergedJUnit)
+		require.NoError(t, err)
+		parseXML(t, junit)
+		for test := range wantRepro {
+			assert.Equal(t, 1, strings.Count(string(junit), `name="`+test+`"`), test)
+		}
+
+		code, _, _ = invoke(t, "merge", "--strict", parts[0], parts[1])
+		assert.Equal(t, 0, code, "no FIXED section: strict changes nothing")
+	})
+
+	t.Run("repro runs one issue and shows its measurements", func(t *testing.T) {
+		out := filepath.Join(reports, "repro")
+		code, stdout, stderr := invoke(t, "repro", "--config", cfg, "--out", out, "581")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		assert.Contains(t, stdout, "issue #581:\n  KNOWN-RED TestRepro/issue581: query-path memory growth\n")
+		assert.Contains(t, stdout, "    measure: LEAK_MEASURE op=query slope=5.1KiB/op budget=4KiB/op verdict=RED\n")
+		assert.Contains(t, stdout, "    chart: "+filepath.Join(out, "artifacts", "issue581"))
+		assert.NotContains(t, stdout, "TestRepro/control", "only the issue's sections run")
+		assert.Contains(t, stdout, "bug-repro: 1 section(s): 1 KNOWN-RED — exit 0")
+	})
+
+	t.Run("repro of an unknown issue lists the issues that have one", func(t *testing.T) {
+		code, stdout, stderr := invoke(t, "repro", "--config", cfg, "999")
+		assert.Equal(t, 2, code)
+		assert.Empty(t, stdout)
+		assert.Equal(t, "reproboard repro: no repro section for issue 999 on the boards bug-repro; issues with repros: 581, 600\n", stderr)
+	})
+
+	t.Run("list", func(t *testing.T) {
+		code, stdout, stderr := invoke(t, "list", "--config", cfg)
+		require.Equal(t, 0, code, "list builds no target, so the broken target does not matter: %s", stderr)
+		assert.Regexp(t, `(?m)^board bug-repro \(non-gating, target fake\): \./repro/\.\.\.$`, stdout)
+		assert.Regexp(t, `(?m)^  TestRepro/issue581\s+example\.com/fixture/repro\s+known-red #581$`, stdout)
+		assert.Regexp(t, `(?m)^  TestGuards/stop\s+example\.com/fixture/guards$`, stdout)
+		assert.Regexp(t, `(?m)^  TestRepro/issue581\s+#581\s+all platforms\s+query-path memory growth$`, stdout)
+	})
+
+	t.Run("a known_red entry for a test that does not exist stops the run", func(t *testing.T) {
+		data, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		stale := filepath.Join(dir, "stale.yaml")
+		require.NoError(t, os.WriteFile(stale, append(data, []byte("  - test: TestRepro/gone\n    issue: 7\n    reason: gone\n    signature: x\n")...), 0o644))
+		code, _, stderr := invoke(t, "run", "--config", stale, "--out", filepath.Join(reports, "stale"), "guards")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, stale+":28:5: known_red entry names test TestRepro/gone, which no board package defines")
+	})
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// invoke runs the CLI in-process.
+func invoke(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage: reproboard <command>"},
+		{[]string{"bogus"}, `reproboard: unknown command "bogus"`},
+		{[]string{"run", "--bogus"}, "reproboard run: flag provided but not defined: -bogus\n\nusage: reproboard run [flags] [BOARD...]"},
+		{[]string{"run", "--shard", "3/2"}, `reproboard run: --shard "3/2": want k/n with 1 <= k <= n, e.g. 2/4`},
+		{[]string{"run", "--timeout", "0s"}, "--timeout and --deadline must be positive durations"},
+		{[]string{"repro"}, "reproboard repro: give exactly one issue number\n\nusage: reproboard repro [flags] N"},
+		{[]string{"repro", "abc"}, `reproboard repro: issue "abc" is not a positive number`},
+		{[]string{"list", "extra"}, "reproboard list: list takes no arguments, got extra"},
+		{[]string{"merge"}, "reproboard merge: give the JSON reports of the shards"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tc.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+}
+
+func TestHelpGoesToStdoutAndExits0(t *testing.T) {
+	code, stdout, _ := invoke(t, "help")
+	assert.Equal(t, 0, code)
+	for _, name := range []string{"run", "repro", "list", "merge"} {
+		assert.Contains(t, stdout, "  "+name+" ")
+	}
+	code, stdout, _ = invoke(t, "help", "merge")
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(stdout, "usage: reproboard merge [flags] REPORT.json..."))
+	code, stdout, _ = invoke(t, "run", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "--shard K/N")
+}
+
+func TestBadConfigExits2NamingFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "boards.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`targets:
+  demod:
+    build: ./examples/demod
+    cache_var: DEMOD_CACHE_DIR
+    runtime_var: DEMOD_RUNTIME_DIR
+boards:
+  guards:
+    packages: [./guards/...]
+    target: demod
+    gating: true
+known_red:
+  - test: TestRepro/issue581
+    reason: leak
+    signature: LEAK
+    owner: someone
+`), 0o644))
+	for _, cmd := range []string{"run", "list", "repro"} {
+		args := []string{cmd, "--config", cfg}
+		if cmd == "repro" {
+			args = append(args, "581")
+		}
+		code, _, stderr := invoke(t, args...)
+		assert.Equal(t, 2, code, cmd)
+		assert.Contains(t, stderr, "reproboard "+cmd+": "+cfg+":12:5: known_red entry for TestRepro/issue581 has no issue; add issue: N", cmd)
+		assert.Contains(t, stderr, "\n  "+cfg+`:15:5: unknown key "owner" in known_red entry`, cmd)
+	}
+}
+
+func TestMergeRejectsWhatIsNotABoard(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"schema":"something/else"}`), 0o644))
+	code, _, stderr := invoke(t, "merge", p)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, p+`: schema "something/else", want "reproboard.board/v1"`)
+}
+
+func TestCombineExit(t *testing.T) {
+	assert.Equal(t, 0, combineExit(nil))
+	assert.Equal(t, 0, combineExit([]int{0, 0}))
+	assert.Equal(t, 2, combineExit([]int{0, 2}))
+	assert.Equal(t, 1, combineExit([]int{2, 1, 0}), "a regression beats a setup failure")
+}
+
+func TestRunRegexpSelectsEachLevel(t *testing.T) {
+	assert.Equal(t, `^(TestRepro)$/^(issue581)$`, runRegexp([]string{"TestRepro/issue581"}))
+	assert.Equal(t, `^(TestRepro|TestLeak\.x)$/^(issue581|a)$`, runRegexp([]string{"TestRepro/issue581", "TestLeak.x", "TestRepro/a"}))
+}
+
+func TestReproIssues(t *testing.T) {
+	known := []*board.KnownRed{{Test: "TestLeak", Issue: 42}}
+	assert.Equal(t, []int{42}, reproIssues("TestLeak", known))
+	assert.Equal(t, []int{581}, reproIssues("TestRepro/issue581", known))
+	assert.Equal(t, []int{58}, reproIssues("TestRepro/Issue_58", known))
+	assert.Empty(t, reproIssues("TestRepro/control", known))
+}
+
+func TestReportPathsGetTheBoardNameWhenSeveral(t *testing.T) {
+	rp := &reporter{multi: true}
+	assert.Equal(t, filepath.Join("out", "board.guards.json"), rp.reportPath(filepath.Join("out", "board.json"), "guards"))
+	assert.Equal(t, "", rp.reportPath("", "guards"))
+	assert.Equal(t, "board.json", (&reporter{}).reportPath("board.json", "guards"))
+}
+
+// parseXML fails t unless data is well-formed XML.
+func parseXML(t *testing.T, data []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return
+		}
+		require.NoError(t, err)
+	}
+}
