@@ -47,7 +47,11 @@ func (a *app) spawner(mode string) func() (*exec.Cmd, error) {
 
 // ensure finds the running daemon or starts one in mode.
 func (a *app) ensure(mode string) (wire.Response, bool, error) {
-	return rendezvous.Ensure(a.paths, a.spawner(mode))
+	st, spawned, err := rendezvous.Ensure(a.paths, a.spawner(mode))
+	if err != nil {
+		err = fmt.Errorf("%w (the daemon log is %s)", err, a.logPath())
+	}
+	return st, spawned, err
 }
 
 // request runs req against the daemon, starting an ephemeral one when

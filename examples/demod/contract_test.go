@@ -276,6 +276,32 @@ func TestColdMCPSessionUsesAnEphemeralDaemon(t *testing.T) {
 	s.waitNotRunning(10 * time.Second)
 }
 
+// TestStartPromotesAnEphemeralDaemon pins the documented choice: `daemon
+// start` with an ephemeral daemon up makes it permanent, keeping its pid
+// and its attached sessions.
+func TestStartPromotesAnEphemeralDaemon(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	m := s.mcp()
+	m.initialize()
+	pid := pidFrom(s.must("daemon", "status").stdout)
+	start := s.must("daemon", "start")
+	if start.stdout != fmt.Sprintf("daemon: started (permanent, pid %d)\n", pid) {
+		t.Errorf("start with ephemeral pid %d up: %s", pid, start)
+	}
+	want := fmt.Sprintf("daemon: active (permanent)\n  pid: %d\n  committed clients: 1\n", pid)
+	if st := s.must("daemon", "status"); st.stdout != want {
+		t.Errorf("status after the promotion: got %q, want %q", st.stdout, want)
+	}
+	if code := m.close(); code != 0 {
+		t.Errorf("session exit code %d", code)
+	}
+	time.Sleep(time.Second) // longer than the idle period: a permanent daemon stays
+	if st := s.must("daemon", "status"); pidFrom(st.stdout) != pid {
+		t.Errorf("the promoted daemon retired like an ephemeral one: %s", st)
+	}
+}
+
 func TestOccupiedPortDoesNotBlockStart(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)

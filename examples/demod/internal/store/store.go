@@ -19,10 +19,15 @@ import (
 
 // Options choose the WAL policy, which is where bug #581 lives.
 type Options struct {
-	// TruncateEvery > 0 runs wal_checkpoint(TRUNCATE) after every that many
-	// logged queries (the #581 fix). 0 leaves only passive checkpoints.
+	// TruncateEvery > 0 (the #581 fix) trims the query log to its newest
+	// QueryLogKeep rows and runs wal_checkpoint(TRUNCATE) after every that
+	// many logged queries. 0 leaves only the passive checkpoint on close.
 	TruncateEvery int
 }
+
+// QueryLogKeep is how many query_log rows the #581 fix keeps, so the
+// database file plateaus along with the WAL.
+const QueryLogKeep = 1000
 
 // Store is the code-graph database.
 type Store struct {
@@ -218,6 +223,9 @@ func (s *Store) LogQuery(ctx context.Context, project, pattern string, hits int)
 	}
 	n := s.queries.Add(1)
 	if s.opts.TruncateEvery > 0 && n%int64(s.opts.TruncateEvery) == 0 {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM query_log WHERE id <= (SELECT MAX(id) FROM query_log) - ?`, QueryLogKeep); err != nil {
+			return err
+		}
 		return s.Checkpoint(ctx, "TRUNCATE")
 	}
 	return nil

@@ -132,3 +132,15 @@ func TestWALGrowsWithoutTruncateAndPlateausWithIt(t *testing.T) {
 		t.Errorf("with TRUNCATE every 50 queries the WAL should stay under ~50 frames, peaked at %d bytes", largest)
 	}
 }
+
+func TestFixTrimsTheQueryLog(t *testing.T) {
+	st := openStore(t, Options{TruncateEvery: 50})
+	walAfter(t, st, QueryLogKeep+500)
+	var rows int
+	if err := st.db.QueryRow(`SELECT COUNT(*) FROM query_log`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows > QueryLogKeep+50 {
+		t.Errorf("query_log holds %d rows after %d queries, want at most %d", rows, QueryLogKeep+500, QueryLogKeep+50)
+	}
+}
