@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reproboard/reproboard/harness/script"
 	"github.com/reproboard/reproboard/harness/target"
 )
 
@@ -39,7 +40,7 @@ func TestGuardsCatchBreaks(t *testing.T) {
 		t.Skip("the deliberate regressions are demod's")
 	}
 	// Build once here; the children use this binary.
-	tgt, err := target.Resolve(t.TempDir())
+	tgt, err := script.Target()
 	require.NoError(t, err)
 	for _, b := range breaks {
 		t.Run(b.name, func(t *testing.T) {

@@ -136,6 +136,16 @@ var binDir = sync.OnceValues(func() (string, error) {
 	return filepath.Join(r.Dir, "bin"), nil
 })
 
+// Target resolves the target the scripts of this test binary run against
+// (built once, into the run's directory, when its profile names a package).
+func Target() (*target.Target, error) {
+	dir, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	return target.Resolve(dir)
+}
+
 func setup(env *testscript.Env, p Params, deadline time.Time) error {
 	t, ok := env.T().(TB)
 	if !ok {
@@ -149,11 +159,8 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 	case p.Target != nil:
 		st.target = p.Target
 	case !p.NoTarget:
-		dir, err := binDir()
-		if err == nil {
-			st.target, err = target.Resolve(dir)
-		}
-		if err != nil {
+		var err error
+		if st.target, err = Target(); err != nil {
 			outcome.Mark(t, outcome.SetupFail, err.Error())
 			return fmt.Errorf("SETUP-FAIL: %v", err)
 		}

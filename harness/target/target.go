@@ -92,7 +92,8 @@ func Name(cfg *board.Config) string {
 
 // Resolve loads boards.yaml, picks the profile and finds or builds its
 // binary into binDir. It is safe for concurrent use and builds at most once
-// per profile per process; errors are *SetupError.
+// per profile per process, so binDir must live as long as the process (the
+// first call's binDir is the one used); errors are *SetupError.
 func Resolve(binDir string) (*Target, error) {
 	path, err := FindConfig()
 	if err != nil {

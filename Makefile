@@ -1,0 +1,38 @@
+# reproboard's own jobs. Only Go is needed; tools come from go.mod.
+GO       ?= go
+OUT      ?= out
+# The framework, the guard suite against demod, demod itself and the CLI.
+# repro/ is left out on purpose: a repro is RED until its bug is fixed.
+# Its green-iff-fixed proofs run in test-repro.
+TEST_PKGS = ./harness/... ./guards/... ./examples/... ./cmd/...
+GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
+
+.PHONY: test vet test-repro board guards repro bench clean
+
+## test: vet, then every test that must pass (about 3 minutes on 2 cores)
+test: vet
+	$(GOTESTSUM) -- -count=1 -timeout 9m $(TEST_PKGS)
+	$(GOTESTSUM) -- -count=1 -timeout 5m -run 'TestReprosAreGreenIffFixed' ./repro/...
+
+vet:
+	$(GO) vet ./...
+
+## board: both boards against the embedded demo target; reports in out/
+board:
+	$(GO) run ./cmd/reproboard run --out $(OUT) --html $(OUT)/board.html --md $(OUT)/board.md --json $(OUT)/board.json --junit $(OUT)/junit.xml
+
+## guards: the gating guard suite, plain Go tooling
+guards:
+	$(GO) test -count=1 ./guards/...
+
+## repro ISSUE=N: one open bug's repro, with its measurements and charts
+repro:
+	@test -n "$(ISSUE)" || { echo "make repro: ISSUE is required, e.g. make repro ISSUE=581" >&2; exit 2; }
+	$(GO) run ./cmd/reproboard repro --out $(OUT) $(ISSUE)
+
+## bench: the figures (section overhead, backstop sweep, meter, guard suite, leak sensitivity)
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./harness/... ./guards/... ./repro/...
+
+clean:
+	rm -rf $(OUT)

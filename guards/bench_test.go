@@ -1,0 +1,89 @@
+package guards
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/reproboard/reproboard/harness/script"
+	"github.com/reproboard/reproboard/harness/section"
+	"github.com/reproboard/reproboard/harness/target"
+)
+
+func resolveTarget(b *testing.B) *target.Target {
+	tgt, err := script.Target()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tgt
+}
+
+// BenchmarkGuardSuite times the whole guard suite with sections in
+// parallel and one at a time, in one run, and reports the ratio.
+func BenchmarkGuardSuite(b *testing.B) {
+	tgt := resolveTarget(b)
+	wall := func(parallel int) time.Duration {
+		start := time.Now()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGuards$", "-test.count=1", fmt.Sprintf("-test.parallel=%d", parallel))
+		cmd.Env = append(os.Environ(), target.BinaryEnv+"="+tgt.Path)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("guards failed: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	for b.Loop() {
+		par, seq := wall(16), wall(1)
+		b.ReportMetric(par.Seconds(), "s-parallel")
+		b.ReportMetric(seq.Seconds(), "s-sequential")
+		b.ReportMetric(seq.Seconds()/par.Seconds(), "x-speedup")
+	}
+}
+
+func newSection(b *testing.B, tgt *target.Target, name string) *section.Section {
+	r, err := section.DefaultRun()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := section.New(r, section.Config{Name: name, CacheVar: tgt.CacheVar, RuntimeVar: tgt.RuntimeVar})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func cli(b *testing.B, s *section.Section, tgt *target.Target, args ...string) {
+	res := s.Run(section.Spec{Args: append([]string{tgt.Path}, args...), Timeout: time.Minute})
+	if res.RC != 0 {
+		b.Fatalf("%v: rc=%d\n%s", args, res.RC, res.Excerpt())
+	}
+}
+
+// BenchmarkCLIListProjectsCold is a one-shot client with no daemon up: it
+// pays for starting the ephemeral daemon. Each iteration gets a fresh
+// section; stopping its daemon is not timed.
+func BenchmarkCLIListProjectsCold(b *testing.B) {
+	tgt := resolveTarget(b)
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		s := newSection(b, tgt, fmt.Sprintf("bench-cold-%d", i))
+		b.StartTimer()
+		cli(b, s, tgt, "cli", "list_projects", "{}")
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkCLIListProjectsWarm is a one-shot client against a running
+// permanent daemon.
+func BenchmarkCLIListProjectsWarm(b *testing.B) {
+	tgt := resolveTarget(b)
+	s := newSection(b, tgt, "bench-warm")
+	defer s.Close()
+	cli(b, s, tgt, "daemon", "start")
+	for b.Loop() {
+		cli(b, s, tgt, "cli", "list_projects", "{}")
+	}
+}
