@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/outcome"
@@ -54,6 +55,10 @@ boards:
     packages: [./guards/...]
     target: broken
     gating: true
+  slow:
+    packages: [./slow/...]
+    target: fake
+    gating: true
 known_red:
   - test: TestRepro/issue581
     issue: 581
@@ -92,6 +97,20 @@ func TestGuards(t *testing.T) {
 			}
 		})
 	}
+}
+`,
+		"slow/slow_test.go": `package slow
+
+import (
+	"testing"
+	"time"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+func TestSlow(t *testing.T) {
+	t.Run("done", func(t *testing.T) { outcome.Select(t) })
+	t.Run("hangs", func(t *testing.T) { outcome.Select(t); time.Sleep(time.Minute) })
 }
 `,
 		"repro/repro_test.go": `package repro
@@ -236,6 +255,16 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, 2, readBoard(t, filepath.Join(out, "broken.json")).ExitCode)
 	})
 
+	t.Run("a run past its deadline is stopped, and the hanging section is RED", func(t *testing.T) {
+		start := time.Now()
+		code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", filepath.Join(reports, "slow"), "--deadline", "3s", "slow")
+		assert.Less(t, time.Since(start), 30*time.Second, "the test sleeps a minute: the deadline must stop it")
+		assert.Equal(t, 1, code, "a gating board with a RED section; stderr:\n%s", stderr)
+		assert.Contains(t, stdout, "--- PROBLEM go-test: go test did not finish within 3s (--deadline) and was stopped; the sections that finished are on the board")
+		assert.Regexp(t, `(?m)^GREEN\s+\S+\s+TestSlow/done`, stdout)
+		assert.Regexp(t, `(?m)^RED\s+\S+\s+TestSlow/hangs\s+did not finish`, stdout)
+	})
+
 	t.Run("merge of two shards equals the unsharded board", func(t *testing.T) {
 		var parts []string
 		for _, shard := range []string{"1/2", "2/2"} {
@@ -308,6 +337,6 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, os.WriteFile(stale, append(data, []byte("  - test: TestRepro/gone\n    issue: 7\n    reason: gone\n    signature: x\n")...), 0o644))
 		code, _, stderr := invoke(t, "run", "--config", stale, "--out", filepath.Join(reports, "stale"), "guards")
 		assert.Equal(t, 2, code)
-		assert.Contains(t, stderr, stale+":28:5: known_red entry names test TestRepro/gone, which no board package defines")
+		assert.Contains(t, stderr, stale+":32:5: known_red entry names test TestRepro/gone, which no board package defines")
 	})
 }

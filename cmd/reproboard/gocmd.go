@@ -92,15 +92,21 @@ func (g goTest) run(ctx context.Context) (*board.Results, error) {
 	stderr := excerpt.NewTail(16 << 10)
 	cmd := goCommand(ctx, g.dir, g.env, append([]string{"test", "-json"}, g.args...)...)
 	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
+	// Through an io.Pipe, not StdoutPipe: Wait then owns the OS pipe and
+	// its WaitDelay bounds it even if a stray grandchild holds it open.
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start go test: %v", err)
 	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		waited <- err
+	}()
 	c := board.NewCollector()
-	br := bufio.NewReader(stdout)
+	br := bufio.NewReader(pr)
 	for {
 		line, readErr := br.ReadBytes('\n')
 		if len(line) > 0 {
@@ -120,7 +126,7 @@ func (g goTest) run(ctx context.Context) (*board.Results, error) {
 			break
 		}
 	}
-	waitErr := cmd.Wait()
+	waitErr := <-waited
 	res := c.Results()
 	if ctx.Err() != nil {
 		killGroup(cmd)
