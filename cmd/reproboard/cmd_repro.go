@@ -161,8 +161,10 @@ func printVerdicts(c *cli, issue int, b *board.Board) {
 			fmt.Fprintf(c.stdout, ": %s", s.Reason)
 		}
 		fmt.Fprintln(c.stdout)
-		if s.Measure != "" {
-			fmt.Fprintf(c.stdout, "    measure: %s\n", s.Measure)
+		for _, m := range strings.Split(s.Measure, "\n") {
+			if m != "" {
+				fmt.Fprintf(c.stdout, "    measure: %s\n", m)
+			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Artifacts)) {
 			fmt.Fprintf(c.stdout, "    %s: %s\n", k, s.Artifacts[k])

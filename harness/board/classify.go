@@ -3,6 +3,7 @@ package board
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +47,7 @@ type Section struct {
 	// section that is not GREEN; empty for GREEN.
 	Excerpt   string            `json:"excerpt"`
 	Artifacts map[string]string `json:"artifacts"` // kind -> path, from reproboard.artifact.<kind>
-	Measure   string            `json:"measure"`
+	Measure   string            `json:"measure"`   // one line per metric
 }
 
 // Skipped is a section that skipped for its own reasons (not a dry run,
@@ -219,19 +220,26 @@ func failureReason(r SectionResult) string {
 	return failureLine(r.Output)
 }
 
-// measure is the section's reproboard.measure attribute, or else the last
-// LEAK_MEASURE line it printed.
+// measure is the section's reproboard.measure attribute, or else every
+// distinct LEAK_MEASURE line it printed (one per metric measured), one a
+// line, in order.
 func measure(r SectionResult) string {
 	if m := r.Attrs[outcome.AttrMeasure]; m != "" {
 		return m
 	}
-	lines := strings.Split(r.Output, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], "LEAK_MEASURE") {
-			return logMessage(lines[i])
+	var lines []string
+	for _, line := range strings.Split(r.Output, "\n") {
+		i := strings.Index(line, "LEAK_MEASURE")
+		if i < 0 {
+			continue
+		}
+		// Cut at the marker: the same line may come nested in a failure
+		// message with another indentation.
+		if m := strings.TrimSpace(line[i:]); !slices.Contains(lines, m) {
+			lines = append(lines, m)
 		}
 	}
-	return ""
+	return strings.Join(lines, "\n")
 }
 
 // Score sorts the sections and recomputes counts, exit code and its

@@ -200,3 +200,14 @@ func TestFailureReasonPicksTheLineThatSaysWhy(t *testing.T) {
 		assert.Equal(t, tc.want, s.Reason)
 	}
 }
+
+func TestMeasureKeepsEveryMetricOnce(t *testing.T) {
+	out := "    leak.go:9: LEAK_MEASURE metric=uss slope=3 verdict=RED\n" +
+		"    leak.go:9: LEAK_MEASURE metric=wal slope=0 verdict=GREEN\n" +
+		"        \t    nested: LEAK_MEASURE metric=uss slope=3 verdict=RED\n"
+	s := ClassifySection(SectionResult{Test: "TestX", Action: "fail", Output: out}, nil, "")
+	assert.Equal(t, "LEAK_MEASURE metric=uss slope=3 verdict=RED\nLEAK_MEASURE metric=wal slope=0 verdict=GREEN", s.Measure)
+
+	s = ClassifySection(SectionResult{Test: "TestX", Action: "fail", Output: out, Attrs: map[string]string{outcome.AttrMeasure: "the attr wins"}}, nil, "")
+	assert.Equal(t, "the attr wins", s.Measure)
+}

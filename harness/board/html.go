@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/reproboard/reproboard/harness/outcome"
 )
@@ -18,9 +19,10 @@ type HTMLOptions struct {
 	ReadFile func(path string) ([]byte, error)
 }
 
-// ChartKind is the artefact kind (reproboard.artifact.chart) whose SVG the
-// HTML report shows inline.
-const ChartKind = "chart"
+// IsChart reports whether an artefact kind is a chart the HTML report
+// shows inline: "chart" (reproboard.artifact.chart) or "<metric>.chart"
+// (reproboard.artifact.uss.chart), one per measured metric.
+func IsChart(kind string) bool { return kind == "chart" || strings.HasSuffix(kind, ".chart") }
 
 // maxChart bounds an embedded chart: a page must stay openable.
 const maxChart = 4 << 20
@@ -36,12 +38,16 @@ func WriteHTML(w io.Writer, b *Board, opts HTMLOptions) error {
 	if read == nil {
 		read = os.ReadFile
 	}
+	type chart struct {
+		Kind string
+		URL  template.URL
+	}
 	type row struct {
 		Section
 		Label, Anchor, Dur string
 		Detail             bool
-		Chart              template.URL
-		ChartNote          string
+		Charts             []chart
+		ChartNotes         []string
 		Others             [][2]string
 	}
 	data := struct {
@@ -54,19 +60,24 @@ func WriteHTML(w io.Writer, b *Board, opts HTMLOptions) error {
 	multiPkg := packageCount(b) > 1
 	for i, s := range b.Sections {
 		r := row{Section: s, Label: sectionLabel(s, multiPkg), Anchor: fmt.Sprintf("s%d", i+1), Dur: formatSeconds(s.Duration)}
-		if p := s.Artifacts[ChartKind]; p != "" {
+		for _, k := range sortedKeys(s.Artifacts) {
+			p := s.Artifacts[k]
+			r.Others = append(r.Others, [2]string{k, p})
+			if !IsChart(k) {
+				continue
+			}
 			content, err := read(p)
+			var url template.URL
 			if err == nil {
-				r.Chart, err = svgDataURL(content)
+				url, err = svgDataURL(content)
 			}
 			if err != nil {
-				r.ChartNote = fmt.Sprintf("chart %s not shown: %v", p, err)
+				r.ChartNotes = append(r.ChartNotes, fmt.Sprintf("%s %s not shown: %v", k, p, err))
+				continue
 			}
+			r.Charts = append(r.Charts, chart{k, url})
 		}
-		for _, k := range sortedKeys(s.Artifacts) {
-			r.Others = append(r.Others, [2]string{k, s.Artifacts[k]})
-		}
-		r.Detail = s.Outcome != outcome.Green || r.Chart != "" || r.ChartNote != "" || s.Measure != ""
+		r.Detail = s.Outcome != outcome.Green || len(r.Charts)+len(r.ChartNotes) > 0 || s.Measure != ""
 		data.Rows = append(data.Rows, r)
 	}
 	return pageTemplate.Execute(w, data)
@@ -141,9 +152,9 @@ img.chart { max-width: 100%; border: 1px solid #ddd; }
 {{end}}{{range .Rows}}{{if .Detail}}<section id="{{.Anchor}}">
 <h2>{{.Outcome}} {{.Label}}</h2>
 <p>{{.Reason}}</p>
-{{if .Measure}}<p>measure: <code>{{.Measure}}</code></p>
-{{end}}{{if .Chart}}<figure><img class="chart" alt="chart of {{.Label}}" src="{{.Chart}}"/></figure>
-{{end}}{{if .ChartNote}}<p>{{.ChartNote}}</p>
+{{if .Measure}}<pre class="measure">{{.Measure}}</pre>
+{{end}}{{range .Charts}}<figure><img class="chart" alt="{{.Kind}}" src="{{.URL}}"/><figcaption>{{.Kind}}</figcaption></figure>
+{{end}}{{range .ChartNotes}}<p>{{.}}</p>
 {{end}}{{if .Others}}<ul>{{range .Others}}<li>artifact {{index . 0}}: <code>{{index . 1}}</code></li>{{end}}</ul>
 {{end}}{{if .Excerpt}}<pre>{{.Excerpt}}</pre>
 {{end}}</section>

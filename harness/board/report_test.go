@@ -239,11 +239,18 @@ func TestHTMLReportIsSelfContainedWithInlineCharts(t *testing.T) {
 			b.Sections[i].Excerpt = "</pre><script>alert('x')</script> & more"
 		case "TestRepro/control":
 			b.Sections[i].Artifacts["chart"] = "charts/not-svg.svg"
+		case "TestRepro/issue700": // one chart per measured metric
+			b.Sections[i].Artifacts["uss.chart"] = "charts/uss.svg"
+			b.Sections[i].Artifacts["file-wal.chart"] = "charts/wal.svg"
+			b.Sections[i].Artifacts["uss.samples"] = "charts/uss.csv"
 		}
 	}
 	files := map[string]string{
 		"charts/issue581.svg": chartSVG,
 		"charts/not-svg.svg":  `<html><body>not a chart</body></html>`,
+		"charts/uss.svg":      strings.Replace(chartSVG, "red", "blue", 1),
+		"charts/wal.svg":      strings.Replace(chartSVG, "red", "green", 1),
+		"charts/uss.csv":      "n,uss\n",
 	}
 	read := func(p string) ([]byte, error) {
 		if s, ok := files[p]; ok {
@@ -284,8 +291,11 @@ func TestHTMLReportIsSelfContainedWithInlineCharts(t *testing.T) {
 	assert.Equal(t, "html", elements[0])
 	assert.Contains(t, elements, "table")
 
-	assert.Equal(t, []string{"data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(chartSVG))}, imgs,
-		"the valid SVG is embedded inline, the other is not")
+	dataURL := func(p string) string {
+		return "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(files[p]))
+	}
+	assert.Equal(t, []string{dataURL("charts/issue581.svg"), dataURL("charts/wal.svg"), dataURL("charts/uss.svg")}, imgs,
+		"every valid SVG chart is embedded inline, the invalid one and the samples are not")
 	assert.Contains(t, page, "chart charts/not-svg.svg not shown: root element &lt;html&gt;, want &lt;svg&gt;")
 	assert.Contains(t, page, "&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more")
 	assert.Contains(t, page, "<title>reproboard: board bug-repro (exit 2)</title>")

@@ -58,8 +58,8 @@ func WriteTerminal(w io.Writer, b *Board, opts TerminalOptions) error {
 			continue
 		}
 		fmt.Fprintf(ew, "\n--- %s %s: %s\n", paint(s.Outcome, string(s.Outcome)), sectionLabel(s, multiPkg), s.Reason)
-		if s.Measure != "" {
-			fmt.Fprintf(ew, "measure: %s\n", s.Measure)
+		for _, m := range measureLines(s.Measure) {
+			fmt.Fprintf(ew, "measure: %s\n", m)
 		}
 		for _, kind := range sortedKeys(s.Artifacts) {
 			fmt.Fprintf(ew, "artifact %s: %s\n", kind, s.Artifacts[kind])
@@ -82,6 +82,13 @@ func WriteTerminal(w io.Writer, b *Board, opts TerminalOptions) error {
 	}
 	fmt.Fprintf(ew, "\n%s: %s — exit %d: %s\n", b.Name, CountsLine(b.Counts), b.ExitCode, b.ExitReason)
 	return ew.err
+}
+
+func measureLines(m string) []string {
+	if m == "" {
+		return nil
+	}
+	return strings.Split(m, "\n")
 }
 
 // CountsLine summarises counts: "12 sections: 10 GREEN, 2 KNOWN-RED".
