@@ -5,6 +5,7 @@ package outcome
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"strings"
 	"testing"
@@ -192,13 +193,18 @@ func ParseShard(s string) (k, n int, err error) {
 	return k, n, nil
 }
 
-// InShard partitions sections deterministically by their full test name
-// (FNV-1a), so every shard of every CI job agrees without coordination.
+// InShard partitions sections deterministically by their full test name,
+// so every shard of every CI job agrees without coordination. FNV-1a alone
+// keeps its low bits poorly mixed (mod 2 would be a parity), so a
+// finalizer (MurmurHash3's fmix64) spreads them first.
 func InShard(name string, k, n int) bool {
-	var h uint32 = 2166136261
-	for i := 0; i < len(name); i++ {
-		h ^= uint32(name[i])
-		h *= 16777619
-	}
-	return int(h%uint32(n)) == k-1
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return int(x%uint64(n)) == k-1
 }
