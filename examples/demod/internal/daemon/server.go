@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -201,6 +202,13 @@ func (s *Server) handle(c *client) {
 	defer s.handlers.Done()
 	defer s.unregister(c)
 	defer c.conn.Close()
+	// One client's bad request must not take the daemon, and every other
+	// client's session, down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			s.opts.Log.Error("client.panic", "peer_pid", c.pid, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	sc := wire.NewServerConn(c.conn)
 	for {
 		idle := oneShotIdle
@@ -211,7 +219,7 @@ func (s *Server) handle(c *client) {
 		if err != nil {
 			return
 		}
-		resp, after := s.dispatch(c, req)
+		resp, after := s.dispatch(c, *req)
 		if err := sc.Reply(resp); err != nil {
 			return
 		}

@@ -222,3 +222,53 @@ func TestRemovedSocketRetiresTheDaemon(t *testing.T) {
 		t.Fatal("a daemon whose socket was removed kept running 5s later")
 	}
 }
+
+// BenchmarkCommittedSearchFixed is one MCP session repeating a query
+// against the #581-fixed daemon, client and server in one process. Its
+// allocations are the background a memory meter must see a leak through.
+func BenchmarkCommittedSearchFixed(b *testing.B) {
+	dir, err := os.MkdirTemp("/tmp", "dmdbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := store.Open(filepath.Join(dir, "store.db"), store.Options{TruncateEvery: 50})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	src := filepath.Join(dir, "proj")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.go"), []byte("package a\nfunc A() {}\nfunc B() {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s := New(Options{Mode: Permanent, Service: tools.NewService(st, tools.Options{Fix581: true})})
+	ln, err := net.Listen("unix", filepath.Join(dir, "d.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Shutdown()
+	c, err := wire.Dial(filepath.Join(dir, "d.sock"), time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, req := range []wire.Request{
+		{Op: wire.OpAttach},
+		{Op: wire.OpCall, Tool: "index_repository", Args: []byte(`{"path":"` + src + `"}`)},
+	} {
+		if resp, err := c.Call(req, 5*time.Second); err != nil || !resp.OK {
+			b.Fatalf("%s: %+v %v", req.Op, resp, err)
+		}
+	}
+	req := wire.Request{Op: wire.OpCall, Tool: "search_graph", Args: []byte(`{"project":"proj","name_pattern":".*","limit":10}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp, err := c.Call(req, 5*time.Second); err != nil || !resp.OK {
+			b.Fatalf("search: %+v %v", resp, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -137,8 +138,13 @@ func (s *Server) statusPage() any {
 	if s.opts.WALSize != nil {
 		wal = s.opts.WALSize()
 	}
+	// The Go heap as the runtime sees it: live bytes after the last GC, and
+	// bytes allocated so far (per-op garbage is a meter's noise floor).
+	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(heap)
 	return map[string]any{
 		"pid": s.pid, "mode": s.mode, "committed_clients": s.committedPIDs(),
+		"go_heap_live_bytes": heap[0].Value.Uint64(), "go_heap_allocs_bytes": heap[1].Value.Uint64(),
 		"connections": len(s.clients), "cache_entries": entries, "cache_bytes": cached,
 		"leaked_bytes": s.opts.Service.LeakedBytes(), "wal_bytes": wal,
 	}

@@ -32,6 +32,7 @@ const QueryLogKeep = 1000
 // Store is the code-graph database.
 type Store struct {
 	db      *sql.DB
+	logStmt *sql.Stmt // prepared once: the per-query insert is on the hot path
 	path    string
 	opts    Options
 	queries atomic.Int64 // logged queries, for the periodic TRUNCATE
@@ -94,11 +95,20 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &Store{db: db, path: path, opts: opts}, nil
+	logStmt, err := db.Prepare(`INSERT INTO query_log(at, project, pattern, hits)
+		VALUES(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?, ?, ?)`)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Store{db: db, logStmt: logStmt, path: path, opts: opts}, nil
 }
 
 // Close checkpoints (passively, as SQLite does on close) and closes.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.logStmt.Close()
+	return s.db.Close()
+}
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
@@ -217,8 +227,7 @@ func (s *Store) Search(ctx context.Context, project string, re *regexp.Regexp, l
 // or more) per query; with the fix on it truncates the WAL every
 // TruncateEvery queries.
 func (s *Store) LogQuery(ctx context.Context, project, pattern string, hits int) error {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO query_log(at, project, pattern, hits) VALUES(?, ?, ?, ?)`,
-		time.Now().UTC().Format(time.RFC3339Nano), project, pattern, hits); err != nil {
+	if _, err := s.logStmt.ExecContext(ctx, project, pattern, hits); err != nil {
 		return err
 	}
 	n := s.queries.Add(1)

@@ -5,6 +5,7 @@ import "container/list"
 // entry is one cached search result and whatever it pins.
 type entry struct {
 	result []byte
+	total  int // matches, of which result holds up to the limit
 	rows   []byte
 }
 
@@ -29,13 +30,14 @@ func newCache(capacity int) *cache {
 
 func (c *cache) len() int { return len(c.items) }
 
-func (c *cache) get(key string) ([]byte, bool) {
-	el, ok := c.items[key]
+// get takes the key as bytes: indexing with string(key) does not allocate.
+func (c *cache) get(key []byte) (entry, bool) {
+	el, ok := c.items[string(key)]
 	if !ok {
-		return nil, false
+		return entry{}, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*item).e.result, true
+	return el.Value.(*item).e, true
 }
 
 func (c *cache) put(key string, e entry) {

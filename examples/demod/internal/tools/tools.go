@@ -3,6 +3,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +91,11 @@ type Session struct {
 	mu    sync.Mutex
 	seq   uint64
 	cache *cache
+
+	// Reused by every search, so a repeated query makes little garbage.
+	args bytes.Reader
+	dec  *json.Decoder
+	key  []byte
 }
 
 // NewSession starts a session.
@@ -149,11 +156,7 @@ func (ss *Session) Call(ctx context.Context, tool string, args json.RawMessage) 
 		}
 		return json.Marshal(map[string]any{"project": idx.Project, "root": idx.Root, "files": len(idx.Files), "functions": fns})
 	case "search_graph":
-		var in SearchArgs
-		if err := decode(args, &in); err != nil {
-			return nil, err
-		}
-		return ss.search(ctx, in)
+		return ss.search(ctx, args)
 	}
 	return nil, &Error{Code: wire.CodeUnknownTool, Msg: "unknown tool: " + tool}
 }
@@ -172,31 +175,42 @@ const (
 	arenaSize    = 4 << 10
 )
 
-func (ss *Session) search(ctx context.Context, in SearchArgs) (json.RawMessage, error) {
-	re, err := regexp.Compile(in.NamePattern)
-	if err != nil {
-		return nil, badArgs("search_graph: bad name_pattern: %v", err)
+func (ss *Session) search(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	ss.mu.Lock()
+	var in SearchArgs
+	if err := ss.decodeArgs(args, &in); err != nil {
+		ss.mu.Unlock()
+		return nil, err
 	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-
-	ss.mu.Lock()
 	ss.seq++
-	key := fmt.Sprintf("%d|%s|%s|%d", ss.svc.gen.Load(), in.Project, in.NamePattern, limit)
+	ss.key = ss.key[:0]
 	if !ss.svc.opts.Fix581 {
 		// Bug #581: the sequence number in the key (meant to make each
 		// result addressable for paging) means no two queries share an entry.
-		key = fmt.Sprintf("%d|%s", ss.seq, key)
+		ss.key = strconv.AppendUint(append(ss.key, 's'), ss.seq, 10)
 	}
-	cached, hit := ss.cache.get(key)
+	ss.key = strconv.AppendUint(ss.key, ss.svc.gen.Load(), 10)
+	ss.key = append(append(ss.key, '|'), in.Project...)
+	ss.key = append(append(ss.key, '|'), in.NamePattern...)
+	ss.key = strconv.AppendInt(append(ss.key, '|'), int64(limit), 10)
+	e, hit := ss.cache.get(ss.key)
+	key := ""
+	if !hit {
+		key = string(ss.key)
+	}
 	ss.mu.Unlock()
 
-	result := cached
-	hits := 0
 	if !hit {
+		// Only a miss compiles: a cached key was a valid pattern.
+		re, err := regexp.Compile(in.NamePattern)
+		if err != nil {
+			return nil, badArgs("search_graph: bad name_pattern: %v", err)
+		}
 		fns, total, err := ss.svc.store.Search(ctx, in.Project, re, limit)
 		if err != nil {
 			if errors.Is(err, store.ErrUnknownProject) {
@@ -204,14 +218,13 @@ func (ss *Session) search(ctx context.Context, in SearchArgs) (json.RawMessage, 
 			}
 			return nil, err
 		}
-		hits = total
-		result, err = json.Marshal(map[string]any{
+		result, err := json.Marshal(map[string]any{
 			"project": in.Project, "name_pattern": in.NamePattern, "total": total, "results": fns,
 		})
 		if err != nil {
 			return nil, err
 		}
-		e := entry{result: result}
+		e = entry{result: result, total: total}
 		if !ss.svc.opts.Fix581 {
 			// Bug #581: the entry also pins the query's row buffers.
 			e.rows = rowBuffers(fns)
@@ -220,11 +233,29 @@ func (ss *Session) search(ctx context.Context, in SearchArgs) (json.RawMessage, 
 		ss.cache.put(key, e)
 		ss.mu.Unlock()
 	}
-	if err := ss.svc.store.LogQuery(ctx, in.Project, in.NamePattern, hits); err != nil {
+	if err := ss.svc.store.LogQuery(ctx, in.Project, in.NamePattern, e.total); err != nil {
 		return nil, err
 	}
 	ss.svc.retainLeak()
-	return result, nil
+	return e.result, nil
+}
+
+// decodeArgs is json.Unmarshal with the session's reusable decoder.
+// Callers hold ss.mu.
+func (ss *Session) decodeArgs(args json.RawMessage, v any) error {
+	if ss.dec == nil {
+		ss.dec = json.NewDecoder(&ss.args)
+	}
+	ss.args.Reset(args)
+	if err := ss.dec.Decode(v); err != nil {
+		ss.dec = nil // a decoder's error is sticky
+		return badArgs("arguments must be a JSON object with the tool's fields: %v", err)
+	}
+	if ss.dec.More() {
+		ss.dec = nil
+		return badArgs("arguments must be a single JSON object")
+	}
+	return nil
 }
 
 // rowBuffers is the query's decode arena: fixed 128-byte row records in a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/reproboard/reproboard/examples/demod/internal/wire"
 )
 
-func service(t *testing.T, opts Options) *Service {
+func service(t testing.TB, opts Options) *Service {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), store.Options{})
 	if err != nil {
@@ -122,15 +123,52 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newCache(2)
 	c.put("a", entry{result: []byte("A")})
 	c.put("b", entry{result: []byte("B")})
-	c.get("a")
+	c.get([]byte("a"))
 	c.put("c", entry{result: []byte("C")})
-	if _, ok := c.get("b"); ok {
+	if _, ok := c.get([]byte("b")); ok {
 		t.Error("b should have been evicted (least recently used)")
 	}
-	if _, ok := c.get("a"); !ok {
+	if _, ok := c.get([]byte("a")); !ok {
 		t.Error("a was used recently and should still be cached")
 	}
 	if c.bytes != int64(cap([]byte("A"))+cap([]byte("C"))) {
 		t.Errorf("byte accounting off: %d", c.bytes)
+	}
+}
+
+// BenchmarkRepeatedSearchFixed is the #581 fixed build's hot path: a cache
+// hit plus the query-log write. Its garbage is what a memory meter sees
+// before each GC.
+func BenchmarkRepeatedSearchFixed(b *testing.B) {
+	ss := service(b, Options{Fix581: true}).NewSession()
+	args := json.RawMessage(`{"project":"lib","name_pattern":".*","limit":10}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ss.Call(context.Background(), "search_graph", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestFixedHotPathMakesLittleGarbage: with #581 fixed, a repeated query's
+// garbage is the noise floor a memory meter must see a leak through (the
+// bug-repro board's USS budget is 2 KiB/op). Keep it well under 1 KiB.
+func TestFixedHotPathMakesLittleGarbage(t *testing.T) {
+	ss := service(t, Options{Fix581: true}).NewSession()
+	args := json.RawMessage(`{"project":"lib","name_pattern":".*","limit":10}`)
+	call := func(n int) {
+		for range n {
+			if _, err := ss.Call(context.Background(), "search_graph", args); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	call(50)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	call(200)
+	runtime.ReadMemStats(&after)
+	if perOp := (after.TotalAlloc - before.TotalAlloc) / 200; perOp > 1024 {
+		t.Errorf("a cached search allocates %d B/op, want under 1 KiB", perOp)
 	}
 }

@@ -4,6 +4,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,22 +104,33 @@ func (c *Conn) Call(req Request, timeout time.Duration) (Response, error) {
 	return resp, nil
 }
 
-// ServerConn is the daemon side of one connection.
+// ServerConn is the daemon side of one connection. It reuses its decoder,
+// its request and its output buffer, so a long session's requests make
+// little garbage (the background a memory meter must see leaks through).
 type ServerConn struct {
-	c net.Conn
-	s *bufio.Scanner
+	c    net.Conn
+	s    *bufio.Scanner
+	line bytes.Reader
+	dec  *json.Decoder
+	req  Request
+	out  bytes.Buffer
+	enc  *json.Encoder
+	resp Response
 }
 
 // NewServerConn wraps an accepted connection.
 func NewServerConn(c net.Conn) *ServerConn {
 	s := bufio.NewScanner(c)
 	s.Buffer(make([]byte, 0, 64<<10), MaxLine)
-	return &ServerConn{c: c, s: s}
+	sc := &ServerConn{c: c, s: s}
+	sc.dec = json.NewDecoder(&sc.line)
+	sc.enc = json.NewEncoder(&sc.out)
+	return sc
 }
 
-// Next reads the next request; io.EOF-like errors end the connection.
-func (sc *ServerConn) Next(idle time.Duration) (Request, error) {
-	var req Request
+// Next reads the next request. The returned Args are only valid until the
+// next call: they reuse the connection's buffer.
+func (sc *ServerConn) Next(idle time.Duration) (*Request, error) {
 	if idle > 0 {
 		_ = sc.c.SetReadDeadline(time.Now().Add(idle))
 	} else {
@@ -126,23 +138,30 @@ func (sc *ServerConn) Next(idle time.Duration) (Request, error) {
 	}
 	if !sc.s.Scan() {
 		if err := sc.s.Err(); err != nil {
-			return req, err
+			return nil, err
 		}
-		return req, errors.New("EOF")
+		return nil, errors.New("EOF")
 	}
-	if err := json.Unmarshal(sc.s.Bytes(), &req); err != nil {
-		return req, fmt.Errorf("bad request line: %w", err)
+	sc.line.Reset(sc.s.Bytes())
+	args := sc.req.Args[:0]
+	sc.req = Request{Args: args}
+	if err := sc.dec.Decode(&sc.req); err != nil {
+		return nil, fmt.Errorf("bad request line: %w", err)
 	}
-	return req, nil
+	if sc.dec.More() {
+		return nil, errors.New("bad request line: more than one JSON value")
+	}
+	return &sc.req, nil
 }
 
 // Reply writes one response.
 func (sc *ServerConn) Reply(resp Response) error {
-	line, err := json.Marshal(resp)
-	if err != nil {
+	sc.resp = resp
+	sc.out.Reset()
+	if err := sc.enc.Encode(&sc.resp); err != nil { // Encode ends the line
 		return err
 	}
 	_ = sc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	_, err = sc.c.Write(append(line, '\n'))
+	_, err := sc.c.Write(sc.out.Bytes())
 	return err
 }
