@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reproboard/reproboard/examples/demod/internal/config"
 	"github.com/reproboard/reproboard/examples/demod/internal/configdb"
 	"github.com/reproboard/reproboard/examples/demod/internal/logx"
 	"github.com/reproboard/reproboard/examples/demod/internal/rendezvous"
@@ -89,7 +90,7 @@ func New(opts Options) *Server {
 		opts.Log = logx.Discard()
 	}
 	if opts.MaxClients <= 0 {
-		opts.MaxClients = 256
+		opts.MaxClients = config.DefaultMaxClients
 	}
 	s := &Server{
 		opts:      opts,
@@ -129,9 +130,16 @@ func (s *Server) Serve(ln net.Listener) {
 	go s.watch()
 	for {
 		conn, err := ln.Accept()
-		if err != nil {
-			s.RequestShutdown("listener closed: " + err.Error())
+		if errors.Is(err, net.ErrClosed) {
+			s.RequestShutdown("listener closed")
 			return
+		}
+		if err != nil {
+			// Running out of descriptors is transient; dying would drop
+			// every attached session.
+			s.opts.Log.Warn("accept.failed", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
 		c := &client{conn: conn, pid: peerPID(conn)}
 		if !s.register(c) {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/reproboard/reproboard/examples/demod/internal/config"
 	"github.com/reproboard/reproboard/examples/demod/internal/store"
 	"github.com/reproboard/reproboard/examples/demod/internal/wire"
 )
@@ -58,7 +59,7 @@ type Service struct {
 // NewService serves tools over st.
 func NewService(st *store.Store, opts Options) *Service {
 	if opts.CacheMax <= 0 {
-		opts.CacheMax = 64
+		opts.CacheMax = config.DefaultQueryCacheMax
 	}
 	return &Service{store: st, opts: opts}
 }
@@ -121,7 +122,7 @@ func (ss *Session) Call(ctx context.Context, tool string, args json.RawMessage) 
 	}
 	switch tool {
 	case "list_projects":
-		if err := decode(args, &struct{}{}); err != nil {
+		if err := ss.parse(args, &struct{}{}); err != nil {
 			return nil, err
 		}
 		ps, err := ss.svc.store.Projects(ctx)
@@ -133,7 +134,7 @@ func (ss *Session) Call(ctx context.Context, tool string, args json.RawMessage) 
 		var in struct {
 			Path string `json:"path"`
 		}
-		if err := decode(args, &in); err != nil {
+		if err := ss.parse(args, &in); err != nil {
 			return nil, err
 		}
 		if in.Path == "" {
@@ -192,7 +193,7 @@ func (ss *Session) search(ctx context.Context, args json.RawMessage) (json.RawMe
 	if !ss.svc.opts.Fix581 {
 		// Bug #581: the sequence number in the key (meant to make each
 		// result addressable for paging) means no two queries share an entry.
-		ss.key = strconv.AppendUint(append(ss.key, 's'), ss.seq, 10)
+		ss.key = append(strconv.AppendUint(append(ss.key, 's'), ss.seq, 10), '|')
 	}
 	ss.key = strconv.AppendUint(ss.key, ss.svc.gen.Load(), 10)
 	ss.key = append(append(ss.key, '|'), in.Project...)
@@ -240,6 +241,13 @@ func (ss *Session) search(ctx context.Context, args json.RawMessage) (json.RawMe
 	return e.result, nil
 }
 
+// parse decodes a tool's arguments with the session's decoder.
+func (ss *Session) parse(args json.RawMessage, v any) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.decodeArgs(args, v)
+}
+
 // decodeArgs is json.Unmarshal with the session's reusable decoder.
 // Callers hold ss.mu.
 func (ss *Session) decodeArgs(args json.RawMessage, v any) error {
@@ -274,13 +282,6 @@ func rowBuffers(fns []store.Function) []byte {
 		copy(buf[off:off+128], fn.Project+"\x00"+fn.File+"\x00"+fn.Name)
 	}
 	return buf
-}
-
-func decode(args json.RawMessage, v any) error {
-	if err := json.Unmarshal(args, v); err != nil {
-		return badArgs("arguments must be a JSON object with the tool's fields: %v", err)
-	}
-	return nil
 }
 
 // Augment answers a tool-use hook: for a search-like tool input it names
