@@ -119,10 +119,8 @@ var cmdLeak = command{
 			line := meter.FormatMeasure(meter.NewMeasure(s, v))
 			fmt.Fprintln(c.stdout(), line)
 			c.st.t.Log(line)
+			// One attribute per metric: an attribute holds one line.
 			c.st.t.Attr(outcome.AttrMeasure+"."+meter.Slug(string(s.Metric)), line)
-			if v.Outcome != outcome.Green || worst == outcome.Green {
-				c.st.t.Attr(outcome.AttrMeasure, line)
-			}
 			if dir := artifactDir(c.st.t); dir != "" {
 				arts, err := meter.WriteArtifacts(dir, s, v)
 				if err != nil {
