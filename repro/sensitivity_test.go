@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/dustin/go-humanize"
