@@ -8,6 +8,7 @@
 //	Classify           *Results + known_red -> *Board (outcomes, exit code)
 //	Merge              shard *Boards -> *Board
 //	WriteTerminal, WriteJSON/ReadJSON, WriteMarkdown, WriteHTML, WriteJUnitEvents
+//	WriteMarkdownBoards, WriteHTMLBoards  several boards -> one document, one page (Overall)
 //
 // A section is identified by its Go package import path and its full test
 // name (TestRepro/issue581, as go test -json prints it). known_red entries

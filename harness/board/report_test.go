@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -338,4 +339,222 @@ func TestRelativePathsTravelWithTheReport(t *testing.T) {
 	rel.Resolve(moved)
 	assert.Equal(t, filepath.Join(moved, "guards.events.jsonl"), rel.Events)
 	assert.Equal(t, filepath.Join(moved, "artifacts", "a.svg"), rel.Sections[0].Artifacts["chart"])
+}
+
+// twoBoards classifies the fixture run as the two boards of
+// testdata/board.yaml: the guards package on a gating board (exit 1: an
+// INCONCLUSIVE section), the repro package on a non-gating one (exit 0).
+func twoBoards(t *testing.T) []*Board {
+	t.Helper()
+	res := collectFile(t, "board.jsonl")
+	of := func(pkg string) *Results {
+		out := &Results{Sections: []SectionResult{}}
+		for _, s := range res.Sections {
+			if s.Package == pkg {
+				out.Sections = append(out.Sections, s)
+			}
+		}
+		return out
+	}
+	known := fixtureKnown(t)
+	guards := Classify(of("example.com/app/guards"), known, Options{Board: "guards", Target: "demod", Gating: true, Platform: "linux/amd64"})
+	repro := Classify(of("example.com/app/repro"), known, Options{Board: "bug-repro", Target: "demod", Platform: "linux/amd64"})
+	require.Equal(t, 1, guards.ExitCode)
+	require.Equal(t, 0, repro.ExitCode)
+	return []*Board{guards, repro}
+}
+
+// xhtml parses page as strict XML, failing t unless it is well-formed,
+// self-contained and inert, and returns its elements, img sources and ids
+// in order.
+func xhtml(t *testing.T, page string) (elements, imgs, ids []string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(page))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return elements, imgs, ids
+		}
+		require.NoError(t, err, "the HTML report is not well-formed")
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		elements = append(elements, se.Name.Local)
+		assert.NotEqual(t, "script", se.Name.Local)
+		assert.NotEqual(t, "link", se.Name.Local)
+		for _, a := range se.Attr {
+			switch a.Name.Local {
+			case "src", "href":
+				assert.False(t, strings.Contains(a.Value, "//"), "external reference %s=%q", a.Name.Local, a.Value)
+				if se.Name.Local == "img" {
+					imgs = append(imgs, a.Value)
+				}
+			case "id":
+				ids = append(ids, a.Value)
+			}
+		}
+	}
+}
+
+func TestHTMLReportOfSeveralBoardsIsOnePage(t *testing.T) {
+	boards := twoBoards(t)
+	read := func(p string) ([]byte, error) {
+		if p == "charts/issue581.svg" {
+			return []byte(chartSVG), nil
+		}
+		return nil, errors.New("no such file")
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteHTMLBoards(&buf, boards, HTMLOptions{ReadFile: read}))
+	page := buf.String()
+	elements, imgs, ids := xhtml(t, page)
+	assert.Equal(t, "html", elements[0])
+
+	assert.Contains(t, page, "<title>reproboard: boards guards, bug-repro (exit 1)</title>")
+	assert.Contains(t, page, `<h1>reproboard: 2 boards, <span class="exit1">exit 1</span> (regression)</h1>`)
+	assert.Contains(t, page, `<p class="verdict">regression on board guards</p>`)
+	// The overview: one row per board with its exit code and counts.
+	assert.Regexp(t, `<tr><td class="nowrap"><a href="#b1">guards</a></td><td class="nowrap">gating</td><td class="nowrap exit1">exit 1</td><td class="nowrap">3: <span class="chip INCONCLUSIVE">1 INCONCLUSIVE</span>`, page)
+	assert.Regexp(t, `<tr><td class="nowrap"><a href="#b2">bug-repro</a></td><td class="nowrap">non-gating</td><td class="nowrap exit0">exit 0</td><td class="nowrap">6: `, page)
+	// Each board's section, in order, with its facts, table and details.
+	g := strings.Index(page, `<h2>board guards: <span class="exit1">exit 1</span> (regression)</h2>`)
+	r := strings.Index(page, `<h2>board bug-repro: <span class="exit0">exit 0</span> (green)</h2>`)
+	require.Positive(t, g)
+	require.Greater(t, r, g, "boards in the given order")
+	assert.Contains(t, page[g:r], "gating board, target <code>demod</code>, linux/amd64. 3 section(s): 1 INCONCLUSIVE, 1 SETUP-FAIL, 1 GREEN.")
+	assert.Contains(t, page[g:r], "metric unreadable: /proc/4242/smaps_rollup: permission denied")
+	assert.NotContains(t, page[g:r], "TestRepro/")
+	assert.Contains(t, page[r:], "non-gating board, target <code>demod</code>")
+	assert.Contains(t, page[r:], "<h3>Skipped, not counted</h3>")
+	assert.Contains(t, page[r:], `<h3><span class="chip KNOWN-RED">KNOWN-RED</span> TestRepro/issue581</h3>`)
+	assert.Equal(t, 2, strings.Count(page, `<table class="sections">`))
+
+	// The leak chart is embedded inline, in the repro board's section.
+	want := "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(chartSVG))
+	assert.Equal(t, []string{want}, imgs)
+	assert.Greater(t, strings.Index(page, `src="data:image/svg&#43;xml;base64,`), r)
+
+	// Anchors are unique on the page, and every link has its target.
+	seen := map[string]bool{}
+	for _, id := range ids {
+		assert.False(t, seen[id], "duplicate id %q", id)
+		seen[id] = true
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		assert.True(t, seen[m[1]], "link to #%s has no target", m[1])
+	}
+	assert.Contains(t, ids, "b1")
+	assert.Contains(t, ids, "b2-s2")
+}
+
+func TestHTMLReportOfOneBoardKeepsItsLayout(t *testing.T) {
+	b := twoBoards(t)[1]
+	var one, single bytes.Buffer
+	require.NoError(t, WriteHTMLBoards(&one, []*Board{b}, HTMLOptions{ReadFile: os.ReadFile}))
+	require.NoError(t, WriteHTML(&single, b, HTMLOptions{ReadFile: os.ReadFile}))
+	assert.Equal(t, single.String(), one.String())
+	page := one.String()
+	xhtml(t, page)
+	assert.Contains(t, page, `<h1>board bug-repro: <span class="exit0">exit 0</span></h1>`)
+	assert.NotContains(t, page, "overview", "no overall header for one board")
+	assert.Contains(t, page, `<h2><span class="chip KNOWN-RED">KNOWN-RED</span> TestRepro/issue581</h2>`)
+}
+
+func TestMarkdownOfSeveralBoards(t *testing.T) {
+	boards := twoBoards(t)
+	var buf bytes.Buffer
+	require.NoError(t, WriteMarkdownBoards(&buf, boards, MarkdownOptions{}))
+	md := buf.String()
+	assert.True(t, strings.HasPrefix(md, "## ❌ reproboard — exit 1 (regression)\n\nregression on board guards.\n\n| board | kind | exit | sections | why |\n"), md)
+	assert.Contains(t, md, "| ❌ guards | gating | 1 | 3 section(s): 1 INCONCLUSIVE, 1 SETUP-FAIL, 1 GREEN | regression: 1 INCONCLUSIVE |\n")
+	assert.Contains(t, md, "| ✅ bug-repro | non-gating | 0 | 6 section(s): ")
+	g := strings.Index(md, "\n### ❌ board guards — exit 1\n")
+	r := strings.Index(md, "\n### ✅ board bug-repro — exit 0\n")
+	require.Positive(t, g)
+	require.Greater(t, r, g)
+	assert.Contains(t, md[g:r], "| **INCONCLUSIVE** |  | 1.0s | `TestGuards/query/rss` |")
+	assert.Contains(t, md[g:r], "<details><summary>INCONCLUSIVE TestGuards/query/rss: metric unreadable")
+	assert.Contains(t, md[r:], "<details><summary>KNOWN-RED TestRepro/issue581: query-path memory growth")
+	assert.Equal(t, 7, strings.Count(md, "<details>"), "one per non-GREEN section of either board")
+	assert.Equal(t, 1, strings.Count(md, "_Excerpts are output tails"), "one footer for the document")
+}
+
+func TestMarkdownOfSeveralBoardsStaysUnderOneMiBInAll(t *testing.T) {
+	huge := strings.Repeat("a line of output with | pipes and <tags> and ``` fences\n", 1<<20/56+1) // 1 MiB
+	hugeBoard := func(name string, n int) *Board {
+		b := &Board{Schema: Schema, Name: name, Target: "demod", Gating: true, Platform: "linux/amd64"}
+		for i := range n {
+			b.Sections = append(b.Sections, Section{
+				Package: "example.com/p", Test: fmt.Sprintf("TestHuge/%s-%02d", name, i), Outcome: outcome.Red,
+				Reason: strings.Repeat("why ", 1000), Excerpt: huge, Artifacts: map[string]string{},
+			})
+		}
+		b.Score()
+		return b
+	}
+	small := &Board{Schema: Schema, Name: "small", Target: "demod", Platform: "linux/amd64", Sections: []Section{{
+		Package: "example.com/p", Test: "TestSmall", Outcome: outcome.Red, Excerpt: "a short excerpt, shown whole\n", Artifacts: map[string]string{},
+	}}}
+	small.Score()
+	boards := []*Board{hugeBoard("first", 40), small, hugeBoard("second", 25)}
+
+	for _, limit := range []int{0, 256 << 10} {
+		var buf bytes.Buffer
+		require.NoError(t, WriteMarkdownBoards(&buf, boards, MarkdownOptions{Limit: limit}))
+		md := buf.String()
+		want := limit
+		if want == 0 {
+			want = MarkdownLimit
+		}
+		assert.LessOrEqual(t, len(md), want, "limit %d", limit)
+		assert.Greater(t, len(md), want*3/4, "the budget is used, not thrown away (limit %d)", limit)
+		assert.True(t, utf8.ValidString(md))
+		assert.True(t, strings.HasPrefix(md, "## ❌ reproboard — exit 1 (regression)\n"))
+		for _, h := range []string{"### ❌ board first — exit 1", "### ✅ board small — exit 0", "### ❌ board second — exit 1"} {
+			assert.Contains(t, md, "\n"+h+"\n")
+		}
+		assert.Equal(t, 66, strings.Count(md, "<details>"), "every excerpt of every board, cut")
+		assert.Contains(t, md, "`TestHuge/first-39`")
+		assert.Contains(t, md, "`TestHuge/second-24`")
+		assert.Contains(t, md, "```text\na short excerpt, shown whole\n```", "a small excerpt is not cut for the big ones")
+
+		// The big excerpts are cut to equal shares, across boards.
+		var sizes []int
+		for _, part := range strings.Split(md, "<details>")[1:] {
+			if strings.HasPrefix(part, "<summary>RED TestHuge/") {
+				sizes = append(sizes, strings.Index(part, "</details>"))
+			}
+		}
+		require.Len(t, sizes, 65)
+		assert.InDelta(t, sizes[0], sizes[64], 64, "first board's and second board's shares")
+	}
+}
+
+func TestShareOut(t *testing.T) {
+	assert.Equal(t, []int{10, 45, 45}, shareOut([]int{10, 100, 1000}, 100))
+	assert.Equal(t, []int{10, 20}, shareOut([]int{10, 20}, 100), "needs below the total are met")
+	assert.Equal(t, []int{0, 0}, shareOut([]int{10, 20}, -5))
+	assert.Empty(t, shareOut(nil, 100))
+}
+
+func TestOverall(t *testing.T) {
+	boards := twoBoards(t)
+	code, reason := Overall(boards)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "regression on board guards", reason)
+
+	setup := *boards[0]
+	setup.Name, setup.ExitCode = "broken", 2
+	code, reason = Overall([]*Board{boards[1], &setup})
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "setup failure on board broken: nothing regressed, but not everything was verified", reason)
+
+	code, reason = Overall(boards[1:])
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "ok: nothing regressed on any board; known-red sections now pass on board bug-repro: FIXED, promote them", reason)
+
+	assert.Equal(t, 1, CombineExit([]int{2, 1, 0}))
+	assert.Equal(t, 2, CombineExit([]int{0, 2}))
+	assert.Equal(t, 0, CombineExit(nil))
 }
