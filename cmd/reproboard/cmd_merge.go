@@ -68,7 +68,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	if err != nil {
 		return c.fail(cmd, err)
 	}
-	rp := &reporter{c: c, flags: rf, multi: len(order) > 1, moduleDir: wd, boards: len(order)}
+	rp := &reporter{c: c, flags: rf, multi: len(order) > 1, moduleDir: wd}
 	var codes []int
 	for _, name := range order {
 		parts := groups[name]
@@ -90,6 +90,10 @@ func runMerge(c *cli, cmd *command, args []string) int {
 			code = combineExit([]int{code, 2})
 		}
 		codes = append(codes, code)
+	}
+	if err := rp.finish(); err != nil {
+		fmt.Fprintf(c.stderr, "reproboard merge: reports: %v\n", err)
+		codes = append(codes, 2)
 	}
 	return combineExit(codes)
 }

@@ -129,6 +129,9 @@ func runRepro(c *cli, cmd *command, args []string) int {
 		printVerdicts(c, issue, b)
 		codes = append(codes, b.ExitCode)
 	}
+	if err := rp.finish(); err != nil { // the step summary, in CI
+		fmt.Fprintf(c.stderr, "reproboard repro: %v\n", err)
+	}
 	return combineExit(codes)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -32,9 +33,8 @@ Flags:
   --timeout D     go test -timeout for each test binary (default 30m)
   --deadline D    bound on each board's whole go test run (default 2h)
 
-With several boards, report files get the board's name before the
-extension (board.json -> board.guards.json), and the exit code is the
-worst: 1 if any board regressed, else 2 if any could not verify, else 0.
+With several boards the exit code is the worst: 1 if any board
+regressed, else 2 if any could not verify, else 0.
 `,
 	run: runRun,
 }
@@ -79,7 +79,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 	if err != nil {
 		return c.fail(cmd, err)
 	}
-	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1, moduleDir: s.dir, boards: len(specs)}
+	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1, moduleDir: s.dir}
 	var codes []int
 	for _, spec := range specs {
 		stem := spec.Name
@@ -89,9 +89,11 @@ func runRun(c *cli, cmd *command, args []string) int {
 		b, err := s.runBoard(c.ctx, runSpec{spec: spec, shard: *shard, strict: *strict, stem: stem,
 			expected: inShard(listings[spec.Name].Names(), *shard)})
 		if err != nil {
+			// The board could not run at all: it is still on the reports,
+			// with why, as a board that verified nothing.
 			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
-			codes = append(codes, 2)
-			continue
+			b = board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemGoTest, Message: err.Error()}}}, s.cfg.KnownRed,
+				board.Options{Board: spec.Name, Target: spec.Target, Gating: spec.Gating, Strict: *strict, Shard: *shard})
 		}
 		var events []string
 		if b.Events != "" {
@@ -103,6 +105,10 @@ func runRun(c *cli, cmd *command, args []string) int {
 			code = combineExit([]int{code, 2})
 		}
 		codes = append(codes, code)
+	}
+	if err := rp.finish(); err != nil {
+		fmt.Fprintf(c.stderr, "reproboard run: reports: %v\n", err)
+		codes = append(codes, 2)
 	}
 	return combineExit(codes)
 }

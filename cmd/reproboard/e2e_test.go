@@ -229,21 +229,30 @@ func TestEndToEnd(t *testing.T) {
 		assert.True(t, strings.HasPrefix(chart, filepath.Join(out, "artifacts")+string(filepath.Separator)), "artefacts are kept in --out: %s", chart)
 		assert.FileExists(t, chart)
 
-		html, err := os.ReadFile(filepath.Join(reports, "board.bug-repro.html"))
+		// One page and one summary hold both boards; JSON and JUnit stay per board.
+		html, err := os.ReadFile(filepath.Join(reports, "board.html"))
 		require.NoError(t, err)
+		assert.Contains(t, string(html), `<h2>board guards: <span class="exit0">exit 0</span> (green)</h2>`)
+		assert.Contains(t, string(html), `<h2>board bug-repro: <span class="exit0">exit 0</span> (green)</h2>`)
 		assert.Contains(t, string(html), `src="data:image/svg&#43;xml;base64,`)
 		parseXML(t, html)
+		assert.NoFileExists(t, filepath.Join(reports, "board.guards.html"))
 
 		junit, err := os.ReadFile(filepath.Join(reports, "board.bug-repro.xml"))
 		require.NoError(t, err)
 		parseXML(t, junit)
 		assert.Equal(t, 1, strings.Count(string(junit), `name="TestRepro/issue581"`))
 
-		md, err := os.ReadFile(summary)
+		md, err := os.ReadFile(filepath.Join(reports, "board.md"))
 		require.NoError(t, err)
-		assert.Contains(t, string(md), "## ✅ board guards — exit 0")
-		assert.Contains(t, string(md), "## ✅ board bug-repro — exit 0")
-		assert.FileExists(t, filepath.Join(reports, "board.guards.md"))
+		assert.True(t, strings.HasPrefix(string(md), "## ✅ reproboard — exit 0 (green)\n"), string(md))
+		assert.Contains(t, string(md), "\n### ✅ board guards — exit 0\n")
+		assert.Contains(t, string(md), "\n### ✅ board bug-repro — exit 0\n")
+		stepSummary, err := os.ReadFile(summary)
+		require.NoError(t, err)
+		assert.Equal(t, string(md), string(stepSummary), "the step summary gets the same document, once")
+		assert.NoFileExists(t, filepath.Join(reports, "board.guards.md"))
+		assert.Contains(t, stdout, "\n2 boards (guards exit 0, bug-repro exit 0) — exit 0: ok: nothing regressed on any board\n")
 	})
 
 	t.Run("a target that does not build exits 2", func(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/reproboard/reproboard/harness/board"
 )
 
 func main() {
@@ -133,20 +135,8 @@ func (c *cli) fail(cmd *command, err error) int {
 }
 
 // combineExit is the exit code of several boards: a regression (1) beats
-// a setup failure (2), which beats green (0). A CI job that runs a gating
-// and a non-gating board fails as a regression if any board regressed.
-func combineExit(codes []int) int {
-	worst := 0
-	for _, c := range codes {
-		switch {
-		case c == 1:
-			return 1
-		case c != 0:
-			worst = 2
-		}
-	}
-	return worst
-}
+// a setup failure (2), which beats green (0); see board.CombineExit.
+func combineExit(codes []int) int { return board.CombineExit(codes) }
 
 // isTerminal reports whether w is a terminal (colour, an updating
 // progress line); NO_COLOR and TERM=dumb turn it off.

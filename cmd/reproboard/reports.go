@@ -35,19 +35,29 @@ const reportFlagsUsage = `  --json FILE     write the JSON report (schema reprob
   --junit FILE    write JUnit XML, by gotestsum over the raw go test events
                   (needs 'tool gotest.tools/gotestsum' in the module's go.mod)
   --html FILE     write one self-contained HTML page with the memory charts
+
+With several boards, --html and --md write one file holding every board:
+the overall exit code and each board's counts first, then each board in
+the order of the config (the Markdown stays under GitHub's 1 MiB step
+summary limit in all, and goes to $GITHUB_STEP_SUMMARY once). --json and
+--junit write one file per board, the board's name before the extension
+(board.json -> board.guards.json): a JSON report is one board, which is
+what merge reads.
 `
 
-// reporter writes the reports of one or more boards.
+// reporter writes the reports of one or more boards: write for each board
+// as it is classified (terminal, JSON, JUnit), then finish once for the
+// reports that hold every board (Markdown, the step summary, HTML).
 type reporter struct {
 	c         *cli
 	flags     reportFlags
-	multi     bool   // several boards: file names get the board's name
+	multi     bool   // several boards: per-board file names get the board's name
 	moduleDir string // where `go tool gotestsum` runs
-	boards    int    // how many boards share the step summary
+	boards    []*board.Board
 }
 
 // reportPath inserts the board's name before the extension when several
-// boards write reports: board.json -> board.guards.json.
+// boards write per-board reports: board.json -> board.guards.json.
 func (rp *reporter) reportPath(p, name string) string {
 	if !rp.multi || p == "" {
 		return p
@@ -56,9 +66,11 @@ func (rp *reporter) reportPath(p, name string) string {
 	return strings.TrimSuffix(p, ext) + "." + name + ext
 }
 
-// write prints the terminal report and writes every report file asked
-// for. keepJSON, when set, is the JSON the run keeps in --out for merge.
+// write prints the terminal report and writes the per-board report files
+// asked for, and keeps b for finish. keepJSON, when set, is the JSON the
+// run keeps in --out for merge.
 func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, events []string) error {
+	rp.boards = append(rp.boards, b)
 	var errs []error
 	if err := board.WriteTerminal(rp.c.stdout, b, board.TerminalOptions{Color: isTerminal(rp.c.stdout)}); err != nil {
 		errs = append(errs, err)
@@ -71,36 +83,82 @@ func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, 
 			}))
 		}
 	}
-	if p := rp.reportPath(rp.flags.md, b.Name); p != "" {
-		errs = append(errs, writeFile(p, func(w io.Writer) error { return board.WriteMarkdown(w, b, board.MarkdownOptions{}) }))
-	}
-	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
-		errs = append(errs, rp.appendStepSummary(summary, b))
-	}
-	if p := rp.reportPath(rp.flags.html, b.Name); p != "" {
-		errs = append(errs, writeFile(p, func(w io.Writer) error { return board.WriteHTML(w, b, board.HTMLOptions{}) }))
-	}
 	if p := rp.reportPath(rp.flags.junit, b.Name); p != "" {
 		errs = append(errs, rp.junit(ctx, p, b.Name, events))
 	}
 	return errors.Join(errs...)
 }
 
-// appendStepSummary appends the Markdown report to GitHub's step summary,
-// within what the 1 MiB limit leaves after what is already there.
-func (rp *reporter) appendStepSummary(path string, b *board.Board) error {
-	limit := board.MarkdownLimit / max(rp.boards, 1)
+// finish writes the reports that hold every board written: one Markdown
+// document (to --md and to the step summary) and one HTML page. With
+// several boards it ends the terminal report with the overall verdict.
+func (rp *reporter) finish() error {
+	if len(rp.boards) == 0 {
+		return nil
+	}
+	var errs []error
+	if len(rp.boards) > 1 {
+		code, reason := board.Overall(rp.boards)
+		var each []string
+		for _, b := range rp.boards {
+			each = append(each, fmt.Sprintf("%s exit %d", b.Name, b.ExitCode))
+		}
+		if _, err := fmt.Fprintf(rp.c.stdout, "\n%d boards (%s) — exit %d: %s\n", len(rp.boards), strings.Join(each, ", "), code, reason); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var md []byte // the Markdown at the full limit, shared by --md and the step summary
+	markdown := func(limit int) ([]byte, error) {
+		if limit == board.MarkdownLimit && md != nil {
+			return md, nil
+		}
+		var buf bytes.Buffer
+		if err := board.WriteMarkdownBoards(&buf, rp.boards, board.MarkdownOptions{Limit: limit}); err != nil {
+			return nil, err
+		}
+		if limit == board.MarkdownLimit {
+			md = buf.Bytes()
+		}
+		return buf.Bytes(), nil
+	}
+	if p := rp.flags.md; p != "" {
+		errs = append(errs, writeFile(p, func(w io.Writer) error {
+			data, err := markdown(board.MarkdownLimit)
+			if err == nil {
+				_, err = w.Write(data)
+			}
+			return err
+		}))
+	}
+	if summary := os.Getenv("GITHUB_STEP_SUMMARY"); summary != "" {
+		errs = append(errs, rp.appendStepSummary(summary, markdown))
+	}
+	if p := rp.flags.html; p != "" {
+		errs = append(errs, writeFile(p, func(w io.Writer) error { return board.WriteHTMLBoards(w, rp.boards, board.HTMLOptions{}) }))
+	}
+	return errors.Join(errs...)
+}
+
+// appendStepSummary appends the Markdown report of every board to
+// GitHub's step summary, within what the 1 MiB limit leaves after what is
+// already there.
+func (rp *reporter) appendStepSummary(path string, markdown func(limit int) ([]byte, error)) error {
+	limit := board.MarkdownLimit
 	if fi, err := os.Stat(path); err == nil {
 		limit = min(limit, board.MarkdownLimit-int(fi.Size()))
 	}
 	if limit < 4<<10 {
-		return fmt.Errorf("%s: the step summary is full; board %s was not added", path, b.Name)
+		return fmt.Errorf("%s: the step summary is full; the boards' report was not added", path)
+	}
+	data, err := markdown(limit)
+	if err != nil {
+		return fmt.Errorf("step summary: %v", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("step summary: %v", err)
 	}
-	werr := board.WriteMarkdown(f, b, board.MarkdownOptions{Limit: limit})
+	_, werr := f.Write(data)
 	return errors.Join(werr, f.Close())
 }
 
