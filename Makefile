@@ -12,6 +12,7 @@ GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-e
 ## test: vet, then every test that must pass (about 3 minutes on 2 cores)
 test: vet
 	$(GOTESTSUM) -- -count=1 -timeout 9m $(TEST_PKGS)
+	scripts/no-leftovers.sh
 
 vet:
 	$(GO) vet ./...
