@@ -134,9 +134,30 @@ func (rp *reporter) finish() error {
 		errs = append(errs, rp.appendStepSummary(summary, markdown))
 	}
 	if p := rp.flags.html; p != "" {
-		errs = append(errs, writeFile(p, func(w io.Writer) error { return board.WriteHTMLBoards(w, rp.boards, board.HTMLOptions{}) }))
+		errs = append(errs, writeFile(p, func(w io.Writer) error { return writeHTML(w, p, rp.boards) }))
 	}
 	return errors.Join(errs...)
+}
+
+// writeHTML writes the page that will be at path. Artefact paths inside
+// its directory are shown (and linked) relative to it: short, and they
+// still lead to the files when the directory is downloaded elsewhere.
+func writeHTML(w io.Writer, path string, boards []*board.Board) error {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	rel := make([]*board.Board, len(boards))
+	for i, b := range boards {
+		rel[i] = b.RelativeTo(dir)
+	}
+	read := func(p string) ([]byte, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return os.ReadFile(p)
+	}
+	return board.WriteHTMLBoards(w, rel, board.HTMLOptions{ReadFile: read})
 }
 
 // appendStepSummary appends the Markdown report of every board to

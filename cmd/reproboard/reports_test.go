@@ -112,6 +112,17 @@ func TestReportsOfTwoBoards(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(reports, p))
 	}
 
+	// A page next to the artefacts shows and links them by relative paths,
+	// and still embeds the chart.
+	code, _, stderr = invoke(t, append([]string{"merge", "--html", filepath.Join(dir, "page.html")}, files...)...)
+	assert.Equal(t, 1, code, stderr)
+	page, err = os.ReadFile(filepath.Join(dir, "page.html"))
+	require.NoError(t, err)
+	parseXML(t, page)
+	assert.Contains(t, string(page), `<a href="charts/issue581.svg"><code>charts/issue581.svg</code></a>`)
+	assert.NotContains(t, string(page), dir)
+	assert.Equal(t, 1, strings.Count(string(page), `src="data:image/svg&#43;xml;base64,`))
+
 	// One board keeps the one-board page and document.
 	code, _, stderr = invoke(t, "merge", "--html", htmlPath, "--md", mdPath, files[1])
 	assert.Equal(t, 0, code, stderr)

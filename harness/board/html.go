@@ -264,7 +264,7 @@ code { overflow-wrap: anywhere; }
 {{end}}</pre>
 {{end}}{{range .Charts}}<figure><img class="chart" alt="{{.Kind}}" src="{{.URL}}"/><figcaption>{{.Kind}}</figcaption></figure>
 {{end}}{{range .ChartNotes}}<p>{{.}}</p>
-{{end}}{{if .Others}}<ul class="artifacts">{{range .Others}}<li>artifact {{index . 0}}: <code>{{index . 1}}</code></li>{{end}}</ul>
+{{end}}{{if .Others}}<ul class="artifacts">{{range .Others}}<li>artifact {{index . 0}}: <a href="{{index . 1}}"><code>{{index . 1}}</code></a></li>{{end}}</ul>
 {{end}}{{if .Excerpt}}<pre>{{.Excerpt}}</pre>
 {{end}}</section>
 {{end}}{{end}}{{end}}`))
