@@ -2,13 +2,12 @@ package guards
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/reproboard/reproboard/harness/script"
 	"github.com/reproboard/reproboard/harness/section"
+	"github.com/reproboard/reproboard/harness/selftest"
 	"github.com/reproboard/reproboard/harness/target"
 )
 
@@ -25,13 +24,12 @@ func resolveTarget(b *testing.B) *target.Target {
 func BenchmarkGuardSuite(b *testing.B) {
 	tgt := resolveTarget(b)
 	wall := func(parallel int) time.Duration {
-		start := time.Now()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestGuards$", "-test.count=1", fmt.Sprintf("-test.parallel=%d", parallel))
-		cmd.Env = append(os.Environ(), target.BinaryEnv+"="+tgt.Path)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("guards failed: %v\n%s", err, out)
+		r := selftest.Run(selftest.Child{Run: []string{"TestGuards"}, Env: []string{target.BinaryEnv + "=" + tgt.Path},
+			Args: []string{fmt.Sprintf("-test.parallel=%d", parallel)}})
+		if r.Err != nil {
+			b.Fatalf("guards failed: %v\n%s", r.Err, r.Output)
 		}
-		return time.Since(start)
+		return r.Duration
 	}
 	for b.Loop() {
 		par, seq := wall(16), wall(1)

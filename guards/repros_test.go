@@ -2,14 +2,13 @@ package guards
 
 import (
 	"os"
-	"os/exec"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reproboard/reproboard/harness/script"
+	"github.com/reproboard/reproboard/harness/selftest"
 	"github.com/reproboard/reproboard/harness/target"
 )
 
@@ -68,13 +67,12 @@ func TestReprosAreGreenIffFixed(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				cmd := exec.Command(os.Args[0], "-test.run=^TestReproScripts$/^"+regexp.QuoteMeta(f.repro)+"$", "-test.v", "-test.count=1")
-				cmd.Env = append(os.Environ(), target.BinaryEnv+"="+tgt.Path, reproChildEnv+"=1")
+				env := []string{target.BinaryEnv + "=" + tgt.Path, reproChildEnv + "=1"}
 				if fixed {
-					cmd.Env = append(cmd.Env, f.fix)
+					env = append(env, f.fix)
 				}
-				out, err := cmd.CombinedOutput()
-				text := string(out)
+				child := selftest.Run(selftest.Child{Run: []string{"TestReproScripts", f.repro}, Env: env})
+				text, err := child.Output, child.Err
 				want := f.red
 				if fixed {
 					require.NoError(t, err, "repro %s is not GREEN with %s:\n%s", f.repro, f.fix, text)

@@ -3,7 +3,6 @@ package repro
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/meter"
 	"github.com/reproboard/reproboard/harness/script"
+	"github.com/reproboard/reproboard/harness/selftest"
 	"github.com/reproboard/reproboard/harness/target"
 )
 
@@ -54,16 +54,13 @@ func BenchmarkLeakSensitivity(b *testing.B) {
 		for _, size := range sizes {
 			r := row{size: size}
 			for range runs {
-				start := time.Now()
-				cmd := exec.Command(os.Args[0], "-test.run=^TestSensitivityScript$", "-test.v", "-test.count=1")
-				cmd.Env = append(os.Environ(), sensitivityEnv+"=1", target.BinaryEnv+"="+tgt.Path,
-					"DEMOD_FIX_581=1", "DEMOD_LEAK_BYTES="+strconv.Itoa(size))
-				out, _ := cmd.CombinedOutput()
-				took := time.Since(start)
+				child := selftest.Run(selftest.Child{Run: []string{"TestSensitivityScript"}, Env: []string{sensitivityEnv + "=1",
+					target.BinaryEnv + "=" + tgt.Path, "DEMOD_FIX_581=1", "DEMOD_LEAK_BYTES=" + strconv.Itoa(size)}})
+				out, took := child.Output, child.Duration
 				r.took += took
 				r.maxTook = max(r.maxTook, took)
 				measures := map[string]meter.Measure{}
-				for _, line := range leakLine.FindAllString(string(out), -1) {
+				for _, line := range leakLine.FindAllString(out, -1) {
 					if m, err := meter.ParseMeasure(line); err == nil {
 						measures[string(m.Metric)] = m
 					}

@@ -3,10 +3,11 @@ package script
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/reproboard/reproboard/harness/selftest"
 )
 
 // TestSleepScripts is the subject of BenchmarkScriptsParallel: it runs
@@ -28,13 +29,12 @@ func BenchmarkScriptsParallel(b *testing.B) {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("sleep%d.txtar", i)), []byte("sleep 2s\n"), 0o644)
 	}
 	wall := func(parallel int) time.Duration {
-		start := time.Now()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSleepScripts$", "-test.count=1", fmt.Sprintf("-test.parallel=%d", parallel))
-		cmd.Env = append(os.Environ(), "BENCH_SCRIPTS_DIR="+dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("scripts failed: %v\n%s", err, out)
+		r := selftest.Run(selftest.Child{Run: []string{"TestSleepScripts"}, Env: []string{"BENCH_SCRIPTS_DIR=" + dir},
+			Args: []string{fmt.Sprintf("-test.parallel=%d", parallel)}})
+		if r.Err != nil {
+			b.Fatalf("scripts failed: %v\n%s", r.Err, r.Output)
 		}
-		return time.Since(start)
+		return r.Duration
 	}
 	for b.Loop() {
 		par, seq := wall(8), wall(1)

@@ -2,9 +2,6 @@ package script
 
 import (
 	"os"
-	"os/exec"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +11,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/reproboard/reproboard/harness/selftest"
 )
 
 // TestEnginePass runs the scripts that exercise every command's success
@@ -113,29 +112,26 @@ func TestEngineExpectations(t *testing.T) {
 		require.True(t, ok, "script %s has no expectation", name)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestEngineExpectations$/^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "ENGINE_EXPECT_CHILD=1")
-			out, err := cmd.CombinedOutput()
-			text := string(out)
+			child := selftest.Run(selftest.Child{Run: []string{"TestEngineExpectations", name}, Env: []string{"ENGINE_EXPECT_CHILD=1"}})
+			text := child.Output
 			if exp.fail {
-				require.Error(t, err, "script %s passed, want a failure:\n%s", name, text)
+				require.Error(t, child.Err, "script %s passed, want a failure:\n%s", name, text)
 				assert.Contains(t, text, "--- FAIL: TestEngineExpectations/"+name)
 			} else {
-				require.NoError(t, err, "script %s failed:\n%s", name, text)
+				require.NoError(t, child.Err, "script %s failed:\n%s", name, text)
 			}
 			want := exp.outcome
 			if want == "" {
 				want = "RED"
 			}
-			assert.Regexp(t, `=== ATTR  TestEngineExpectations/`+name+` reproboard.outcome `+want, text)
+			assert.Equal(t, want, child.Attr("TestEngineExpectations/"+name, "reproboard.outcome"))
 			for _, re := range exp.output {
 				assert.Regexp(t, re, text)
 			}
 			if exp.within > 0 {
-				m := regexp.MustCompile(`--- FAIL: TestEngineExpectations/` + name + ` \((\d+\.\d+)s\)`).FindStringSubmatch(text)
-				require.NotNil(t, m, text)
-				took, _ := strconv.ParseFloat(m[1], 64)
-				assert.Less(t, took, exp.within.Seconds(), "script took %.2fs", took)
+				took, ok := child.Elapsed("TestEngineExpectations/" + name)
+				require.True(t, ok, text)
+				assert.Less(t, took, exp.within, "script took %s", took)
 			}
 			if t.Failed() {
 				t.Logf("child output:\n%s", text)
@@ -149,5 +145,4 @@ func TestUsageListsEveryCommand(t *testing.T) {
 	for name := range table() {
 		assert.Regexp(t, `(?m)^(\[!\] )?`+name+` `, u)
 	}
-	assert.True(t, slices.IsSorted(strings.Split(strings.TrimSpace(u), "\n")) || true)
 }
