@@ -24,7 +24,7 @@ next to their JSON reports.
 Flags:
 ` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1), even if the
                   shards ran without --strict
-`,
+` + reportFilesNote,
 	run: runMerge,
 }
 

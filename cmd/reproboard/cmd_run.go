@@ -35,7 +35,7 @@ Flags:
 
 With several boards the exit code is the worst: 1 if any board
 regressed, else 2 if any could not verify, else 0.
-`,
+` + reportFilesNote,
 	run: runRun,
 }
 

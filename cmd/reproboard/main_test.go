@@ -58,6 +58,8 @@ func TestHelpGoesToStdoutAndExits0(t *testing.T) {
 	code, stdout, _ = invoke(t, "run", "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "--shard K/N")
+	assert.Contains(t, stdout, "With several boards, --html and --md each write one file holding every\nboard")
+	assert.Contains(t, stdout, "--json and\n--junit write one file per board")
 }
 
 func TestBadConfigExits2NamingFileAndLine(t *testing.T) {

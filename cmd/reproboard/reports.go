@@ -35,14 +35,19 @@ const reportFlagsUsage = `  --json FILE     write the JSON report (schema reprob
   --junit FILE    write JUnit XML, by gotestsum over the raw go test events
                   (needs 'tool gotest.tools/gotestsum' in the module's go.mod)
   --html FILE     write one self-contained HTML page with the memory charts
+`
 
-With several boards, --html and --md write one file holding every board:
-the overall exit code and each board's counts first, then each board in
-the order of the config (the Markdown stays under GitHub's 1 MiB step
-summary limit in all, and goes to $GITHUB_STEP_SUMMARY once). --json and
---junit write one file per board, the board's name before the extension
-(board.json -> board.guards.json): a JSON report is one board, which is
-what merge reads.
+// reportFilesNote, shared by the commands that write reports, says which
+// report files hold every board and which one board each.
+const reportFilesNote = `
+With several boards, --html and --md each write one file holding every
+board: the overall exit code and each board's counts first, then each
+board in turn (in boards.yaml's order, or as named; for merge, in the
+order of the reports). The Markdown stays under GitHub's 1 MiB step summary limit for
+all boards together, and goes to $GITHUB_STEP_SUMMARY once. --json and
+--junit write one file per board, with the board's name before the
+extension (board.json -> board.guards.json): a JSON report holds one
+board, which is what merge reads.
 `
 
 // reporter writes the reports of one or more boards: write for each board
