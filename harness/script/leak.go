@@ -26,11 +26,12 @@ type judged struct {
 }
 
 var cmdLeak = command{
-	usage: "leak [-n N] [-warmup W] [-batch B] -metric NAME=BUDGET... [-pid VAR | -cmdline RE] [-timeout d] op... — repeat op N times, sample the process after each batch, judge each metric's series (Theil–Sen slope against its budget); op is `mcp NAME call TOOL JSON` or a command line",
+	usage: "leak [-n N] [-warmup W] [-batch B] -metric NAME=BUDGET... [-proc NAME | -pid VAR | -cmdline RE] [-timeout d] op... — repeat op N times, sample the process after each batch (a spawned process or MCP server by name, a pid, or the one section process whose command line matches), judge each metric's series (Theil–Sen slope against its budget); op is `mcp NAME call TOOL JSON` or a command line",
 	run: func(c *call) error {
 		n := c.flags.Int("n", 200, "operations in all")
 		warmup := c.flags.Int("warmup", 0, "operations whose samples are discarded (default: a fifth of n)")
 		batch := c.flags.Int("batch", 10, "operations between samples")
+		procName := c.flags.String("proc", "", "a spawned process or MCP session to sample, by name")
 		pidVar := c.flags.String("pid", "", "variable holding the pid to sample (default: the one section process matching -cmdline)")
 		cmdline := c.flags.String("cmdline", "", "with the section marker: regexp the sampled process's command line must match")
 		timeout := c.timeoutFlag()
@@ -68,6 +69,12 @@ var cmdLeak = command{
 		}
 		tgt := &meter.Target{Dir: c.st.sec.Root}
 		switch {
+		case *procName != "":
+			pid, err := c.handlePid(*procName)
+			if err != nil {
+				return err
+			}
+			tgt.PID = pid
 		case *pidVar != "":
 			p, err := c.pidVar(*pidVar)
 			if err != nil {
@@ -217,4 +224,17 @@ func (st *state) mark(o outcome.Outcome, reason string) {
 	st.marked = o
 	st.mu.Unlock()
 	outcome.Mark(st.t, o, reason)
+}
+
+// handlePid is the pid of a spawned process or an MCP session's server.
+func (c *call) handlePid(name string) (int, error) {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	if p, ok := c.st.procs[name]; ok {
+		return p.Pid(), nil
+	}
+	if m, ok := c.st.mcps[name]; ok {
+		return m.proc.Pid(), nil
+	}
+	return 0, c.usagef("no spawned process or MCP session named %s", name)
 }
