@@ -184,6 +184,11 @@ func ClassifySection(r SectionResult, known []*KnownRed, platform string) Sectio
 		}
 		s.Excerpt = tailExcerpt(r.Output, excerpt.DefaultLimit)
 	}
+	if bs := r.Attrs[outcome.AttrBackstop]; bs != "" {
+		// Said on every outcome: a green section that left a daemon behind
+		// passed only because the backstop cleaned up after it.
+		s.Reason = strings.TrimPrefix(s.Reason+"; backstop "+bs, "; ")
+	}
 	s.Reason = oneLine(s.Reason, 300)
 	return s
 }

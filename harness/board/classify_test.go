@@ -211,3 +211,20 @@ func TestMeasureKeepsEveryMetricOnce(t *testing.T) {
 	s = ClassifySection(SectionResult{Test: "TestX", Action: "fail", Output: out, Attrs: map[string]string{outcome.AttrMeasure: "the attr wins"}}, nil, "")
 	assert.Equal(t, "the attr wins", s.Measure)
 }
+
+// A section the backstop had to clean up after says so, whatever its outcome.
+func TestClassifyNamesBackstopCleanup(t *testing.T) {
+	r := SectionResult{Package: "p", Test: "TestGuards/daemon/x", Action: "pass", Attrs: map[string]string{
+		outcome.AttrOutcome:  "GREEN",
+		outcome.AttrBackstop: "stopped left-over processes: pid 4242",
+	}}
+	s := ClassifySection(r, nil, Platform())
+	assert.Equal(t, outcome.Green, s.Outcome)
+	assert.Equal(t, "backstop stopped left-over processes: pid 4242", s.Reason)
+
+	r.Action = "fail"
+	r.Attrs[outcome.AttrReason] = "storm of 6 failed"
+	s = ClassifySection(r, nil, Platform())
+	assert.Equal(t, outcome.Red, s.Outcome)
+	assert.Equal(t, "storm of 6 failed; backstop stopped left-over processes: pid 4242", s.Reason)
+}

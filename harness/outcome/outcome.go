@@ -45,6 +45,9 @@ const (
 	AttrArtifactPrefix = "reproboard.artifact."
 	// AttrMeasure carries a section's one-line measurement (LEAK_MEASURE ...).
 	AttrMeasure = "reproboard.measure"
+	// AttrBackstop says which left-over processes the backstop had to stop
+	// when the section ended: its own steps should have stopped them.
+	AttrBackstop = "reproboard.backstop"
 )
 
 // Exit codes of a board, the guard contract.

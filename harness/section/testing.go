@@ -10,9 +10,6 @@ import (
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
-// AttrBackstop records what the backstop had to stop at a section's end.
-const AttrBackstop = "reproboard.backstop"
-
 // deadlineMargin leaves a section's cleanup time before the test binary's
 // own -timeout panics.
 const deadlineMargin = 10 * time.Second
@@ -61,7 +58,7 @@ func Report(t testing.TB, end End) {
 	for _, p := range end.Backstop.Stopped() {
 		pids = append(pids, fmt.Sprint(p.Pid))
 	}
-	t.Attr(AttrBackstop, "stopped left-over processes: pid "+strings.Join(pids, ", "))
+	t.Attr(outcome.AttrBackstop, "stopped left-over processes: pid "+strings.Join(pids, ", "))
 	if len(end.Backstop.Survivors) > 0 {
 		t.Errorf("the backstop could not stop every process the section started:\n%s", end.Backstop)
 	}
