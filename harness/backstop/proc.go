@@ -83,6 +83,18 @@ func StartTime(pid int) (uint64, error) {
 	return st.start, err
 }
 
+// State reads pid's start time and state letter (R running, S sleeping,
+// D disk wait, T stopped, Z zombie, X dead, ...) in one read of
+// /proc/PID/stat. err is ErrGone when pid does not exist.
+func State(pid int) (start uint64, state byte, err error) {
+	st, err := readStat(pid)
+	return st.start, st.state, err
+}
+
+// Finished reports whether a state letter from State is a process that
+// has ended: a zombie (Z) or dead (X), of which only the exit status is left.
+func Finished(state byte) bool { return state == 'Z' || state == 'X' }
+
 // Identify records pid's identity now.
 func Identify(pid int) (Proc, error) {
 	st, err := readStat(pid)
@@ -99,7 +111,7 @@ func (p Proc) Alive() bool {
 	if err != nil {
 		return false
 	}
-	return st.start == p.Start && st.state != 'Z' && st.state != 'X'
+	return st.start == p.Start && !Finished(st.state)
 }
 
 // Same reports whether pid still names the process p identified.

@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,17 +12,22 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/reproboard/reproboard/harness/backstop"
 )
 
-// Sampling reads /proc directly. gopsutil's process package would need
-// go.sum entries the module does not carry yet, and every number we need is
-// one small file away: stat (vms, threads, start time), smaps_rollup (rss,
-// uss, pss) and the fd directory. RSS comes from smaps_rollup, not stat:
-// stat's is a per-CPU batched counter that can read 0 for a small process.
+// Where each number comes from: the process's identity (pid and start
+// time), its state and the marker scan are harness/backstop's; vms, fds and
+// threads are gopsutil's; rss, uss and pss are read from
+// /proc/PID/smaps_rollup, which gopsutil has no reader for. RSS is not
+// gopsutil's MemoryInfo().RSS: that is statm's per-CPU batched counter,
+// which can read 0 for a small process.
 
 // MarkerEnv is the environment variable that marks the processes a section
 // started, so a sampler can find its daemon without being handed a pid.
-const MarkerEnv = "REPROBOARD_SECTION"
+const MarkerEnv = backstop.MarkerVar
 
 // Target is the process a sampler measures, by PID or by marker, plus the
 // base directory of file: metrics. The first successful Sample pins the
@@ -31,13 +35,13 @@ const MarkerEnv = "REPROBOARD_SECTION"
 // same pid, or of an exited one, are unreadable, never a new baseline.
 type Target struct {
 	PID     int            // the process; or 0 to find it by Marker
-	Marker  string         // find the one process with REPROBOARD_SECTION=Marker
-	Cmdline *regexp.Regexp // with Marker: keep only processes whose cmdline matches
+	Marker  string         // find the one live process with REPROBOARD_SECTION=Marker
+	Cmdline *regexp.Regexp // with Marker: keep only processes whose command line (first 120 bytes, as backstop.Proc.Cmd) matches
 	Dir     string         // base of file: globs; "" is the working directory
 
-	mu     sync.Mutex
-	pinned int
-	start  uint64 // clock ticks after boot, field 22 of /proc/PID/stat
+	mu   sync.Mutex       // held for the process part of a sample
+	proc backstop.Proc    // the pinned process; Pid 0 until pinned
+	ps   *process.Process // gopsutil's handle on proc
 }
 
 // String names the target the way error messages refer to it.
@@ -81,175 +85,211 @@ type Snapshot struct {
 // metric that cannot be read carries its own error.
 func Sample(ctx context.Context, t *Target, metrics []Metric) Snapshot {
 	snap := Snapshot{Time: time.Now(), Readings: make(map[Metric]Reading, len(metrics))}
-	var (
-		st      *procStat
-		procErr error
-		sm      *smapsRollup
-		smErr   error
-		resolve sync.Once
-		rollup  sync.Once
-	)
-	proc := func() (*procStat, error) {
-		resolve.Do(func() { snap.PID, st, procErr = t.resolve() })
-		return st, procErr
+	var procMetrics []Metric
+	for _, m := range metrics {
+		g, ok := m.glob()
+		if !ok {
+			procMetrics = append(procMetrics, m)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			snap.Readings[m] = unreadable(m.Unit(), err)
+			continue
+		}
+		if n, err := globSize(t.Dir, g); err != nil {
+			snap.Readings[m] = unreadable(m.Unit(), err)
+		} else {
+			snap.Readings[m] = Reading{Value: float64(n), Unit: m.Unit()}
+		}
 	}
+	if len(procMetrics) > 0 {
+		t.sample(ctx, &snap, procMetrics)
+	}
+	return snap
+}
+
+// sample reads the process metrics, then checks the process is still the
+// pinned one and has not exited. That check after the reads is what makes
+// them values: an exited process can leave files that read as zeros (a
+// zombie's statm and fd directory), and a process that is alive with the
+// same start time afterwards was alive throughout. A dead process's reads
+// fail or are overwritten, so a pinned target needs no check before.
+func (t *Target) sample(ctx context.Context, snap *Snapshot, metrics []Metric) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var procErr error
+	if t.proc.Pid == 0 {
+		procErr = t.pin()
+	}
+	snap.PID = t.proc.Pid
+	var (
+		sm    *smapsRollup
+		smErr error
+	)
 	for _, m := range metrics {
 		u := m.Unit()
 		if err := ctx.Err(); err != nil {
 			snap.Readings[m] = unreadable(u, err)
 			continue
 		}
-		if g, ok := m.glob(); ok {
-			n, err := globSize(t.Dir, g)
-			if err != nil {
-				snap.Readings[m] = unreadable(u, err)
-			} else {
-				snap.Readings[m] = Reading{Value: float64(n), Unit: u}
-			}
-			continue
-		}
-		st, err := proc()
-		if err != nil {
-			snap.Readings[m] = unreadable(u, err)
+		if procErr != nil {
+			snap.Readings[m] = unreadable(u, procErr)
 			continue
 		}
 		var v float64
+		var err error
 		switch m {
 		case VMS:
-			v = float64(st.vsize)
+			var mi *process.MemoryInfoStat
+			if mi, err = t.ps.MemoryInfo(); err == nil {
+				v = float64(mi.VMS)
+			}
 		case Threads:
-			v = float64(st.threads)
+			var n int32
+			n, err = t.ps.NumThreads()
+			v = float64(n)
+		case FDs:
+			var n int32
+			n, err = t.ps.NumFDs()
+			v = float64(n)
 		case RSS, USS, PSS:
-			rollup.Do(func() { sm, smErr = readSmapsRollup(snap.PID) })
-			if smErr != nil {
+			if sm == nil && smErr == nil {
+				sm, smErr = readSmapsRollup(t.proc.Pid)
+			}
+			switch {
+			case smErr != nil:
 				err = smErr
-			} else if m == RSS {
+			case m == RSS:
 				v = float64(sm.rss)
-			} else if m == USS {
+			case m == USS:
 				v = float64(sm.privateClean + sm.privateDirty)
-			} else {
+			default:
 				v = float64(sm.pss)
 			}
-		case FDs:
-			var n int
-			n, err = countFDs(snap.PID)
-			v = float64(n)
 		default:
 			err = fmt.Errorf("unknown metric %q", m)
 		}
 		if err != nil {
+			if m == VMS || m == Threads || m == FDs {
+				err = fmt.Errorf("process %d: %s: %w", t.proc.Pid, m, err)
+			}
 			snap.Readings[m] = unreadable(u, err)
 		} else {
 			snap.Readings[m] = Reading{Value: v, Unit: u}
 		}
 	}
-	return snap
+	if procErr != nil {
+		return
+	}
+	if err := check(t.proc); err != nil {
+		for _, m := range metrics {
+			snap.Readings[m] = unreadable(m.Unit(), err)
+		}
+	}
 }
 
-// resolve finds and pins the process on first use, and afterwards checks it
-// is still the same one.
-func (t *Target) resolve() (int, *procStat, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pinned == 0 {
-		pid := t.PID
-		if pid == 0 {
-			if t.Marker == "" {
-				return 0, nil, errors.New("target names no process: set PID or Marker")
+// pin finds the process, by pid or marker, and records its identity.
+func (t *Target) pin() error {
+	var p backstop.Proc
+	switch {
+	case t.PID != 0:
+		var err error
+		if p, err = backstop.Identify(t.PID); err != nil {
+			if errors.Is(err, backstop.ErrGone) {
+				return fmt.Errorf("process %d is not running", t.PID)
 			}
-			var err error
-			if pid, err = findMarked(t.Marker, t.Cmdline); err != nil {
-				return 0, nil, err
-			}
+			return err
 		}
-		st, err := readStat(pid)
-		if err != nil {
-			return 0, nil, err
+	case t.Marker != "":
+		var err error
+		if p, err = t.findMarked(); err != nil {
+			return err
 		}
-		if err := st.alive(pid); err != nil {
-			return 0, nil, err
-		}
-		t.pinned, t.start = pid, st.start
-		return pid, st, nil
+	default:
+		return errors.New("target names no process: set PID or Marker")
 	}
-	pid := t.pinned
-	st, err := readStat(pid)
+	if err := check(p); err != nil {
+		return err
+	}
+	ps, err := process.NewProcess(int32(p.Pid))
 	if err != nil {
-		return pid, nil, err
+		if errors.Is(err, process.ErrorProcessNotRunning) {
+			return fmt.Errorf("process %d is not running", p.Pid)
+		}
+		return fmt.Errorf("process %d: %w", p.Pid, err)
 	}
-	if st.start != t.start {
-		return pid, nil, fmt.Errorf("process %d was replaced: start time changed from %d to %d clock ticks (pid reused after the measured process exited)", pid, t.start, st.start)
-	}
-	if err := st.alive(pid); err != nil {
-		return pid, nil, err
-	}
-	return pid, st, nil
+	t.proc, t.ps = p, ps
+	return nil
 }
 
-// procStat holds the fields of /proc/PID/stat we use.
-type procStat struct {
-	comm    string
-	state   byte
-	threads int64
-	start   uint64
-	vsize   uint64
-}
-
-func (s *procStat) alive(pid int) error {
-	if s.state == 'Z' || s.state == 'X' {
-		return fmt.Errorf("process %d (%s) has exited (state %c, not yet reaped)", pid, s.comm, s.state)
+// check says why p can no longer be measured: gone, replaced by a later
+// process at the same pid, or exited and not yet reaped.
+func check(p backstop.Proc) error {
+	start, state, err := backstop.State(p.Pid)
+	switch {
+	case errors.Is(err, backstop.ErrGone):
+		return fmt.Errorf("process %d is not running", p.Pid)
+	case err != nil:
+		return fmt.Errorf("process %d: %w", p.Pid, err)
+	case start != p.Start:
+		return fmt.Errorf("process %d was replaced: start time changed from %d to %d clock ticks (pid reused after the measured process exited)", p.Pid, p.Start, start)
+	case backstop.Finished(state):
+		return fmt.Errorf("process %s has exited (state %c, not yet reaped)", describe(p), state)
 	}
 	return nil
 }
 
-func readStat(pid int) (*procStat, error) {
-	b, err := os.ReadFile(procPath(pid, "stat"))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("process %d is not running", pid)
-		}
-		return nil, fmt.Errorf("process %d: %v", pid, err)
+// describe is "PID (command line)", or the pid alone if the command line
+// could not be read.
+func describe(p backstop.Proc) string {
+	if p.Cmd == "" {
+		return strconv.Itoa(p.Pid)
 	}
-	st, err := parseStat(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("process %d: %v", pid, err)
-	}
-	return st, nil
+	return fmt.Sprintf("%d (%s)", p.Pid, p.Cmd)
 }
 
-// parseStat reads /proc/PID/stat. The command name may itself contain
-// spaces and parentheses, so fields are counted after the last ')'.
-func parseStat(s string) (*procStat, error) {
-	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || closing < open {
-		return nil, fmt.Errorf("stat: no (comm) in %.60q", s)
-	}
-	f := strings.Fields(s[closing+1:])
-	// f[0] is field 3 (state), so field N is f[N-3].
-	const need = 23 - 3 + 1
-	if len(f) < need {
-		return nil, fmt.Errorf("stat: %d fields after comm, want at least %d", len(f), need)
-	}
-	st := &procStat{comm: s[open+1 : closing], state: f[0][0]}
-	var err error
-	num := func(field int) int64 {
-		v, e := strconv.ParseInt(f[field-3], 10, 64)
-		if e != nil && err == nil {
-			err = fmt.Errorf("stat field %d %q: %v", field, f[field-3], e)
-		}
-		return v
-	}
-	st.threads = num(20)
-	st.start = uint64(num(22))
-	st.vsize = uint64(num(23))
+// findMarked finds the one live process carrying MarkerEnv=t.Marker whose
+// command line matches t.Cmdline. backstop skips the sampling process
+// itself: children inherit the section's environment, so the test binary
+// would otherwise always match too.
+func (t *Target) findMarked() (backstop.Proc, error) {
+	where := fmt.Sprintf("%s=%s", MarkerEnv, t.Marker)
+	procs, err := backstop.WithMarker(t.Marker)
 	if err != nil {
-		return nil, err
+		return backstop.Proc{}, fmt.Errorf("looking for a process with %s: %w", where, err)
 	}
-	return st, nil
+	var matched []backstop.Proc
+	var filtered []string
+	for _, p := range procs {
+		if t.Cmdline != nil && !t.Cmdline.MatchString(p.Cmd) {
+			filtered = append(filtered, describe(p))
+			continue
+		}
+		matched = append(matched, p)
+	}
+	if t.Cmdline != nil {
+		where += fmt.Sprintf(" with cmdline ~ %s", t.Cmdline)
+	}
+	switch len(matched) {
+	case 1:
+		return matched[0], nil
+	case 0:
+		msg := "no process has " + where
+		if len(filtered) > 0 {
+			msg += "; marked but cmdline did not match: " + strings.Join(filtered, ", ")
+		}
+		return backstop.Proc{}, errors.New(msg)
+	}
+	descs := make([]string, len(matched))
+	for i, p := range matched {
+		descs[i] = describe(p)
+	}
+	return backstop.Proc{}, fmt.Errorf("%d processes have %s, want exactly one (narrow it with a cmdline regexp): %s", len(matched), where, strings.Join(descs, ", "))
 }
 
 type smapsRollup struct{ rss, pss, privateClean, privateDirty int64 }
 
+// readSmapsRollup is ours because gopsutil has no smaps_rollup reader.
 func readSmapsRollup(pid int) (*smapsRollup, error) {
 	b, err := os.ReadFile(procPath(pid, "smaps_rollup"))
 	if err != nil {
@@ -309,87 +349,6 @@ func parseSmapsRollup(s string) (*smapsRollup, error) {
 	return &sm, nil
 }
 
-func countFDs(pid int) (int, error) {
-	d, err := os.Open(procPath(pid, "fd"))
-	if err != nil {
-		return 0, fmt.Errorf("process %d: open fds: %v", pid, err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, fmt.Errorf("process %d: open fds: %v", pid, err)
-	}
-	return len(names), nil
-}
-
 func procPath(pid int, name string) string {
 	return "/proc/" + strconv.Itoa(pid) + "/" + name
-}
-
-// findMarked scans /proc for the one process carrying MarkerEnv=marker.
-// The sampling process itself is skipped: children inherit the section's
-// environment, so the test binary would otherwise always match too.
-func findMarked(marker string, cmdline *regexp.Regexp) (int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return 0, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return 0, err
-	}
-	want := []byte("\x00" + MarkerEnv + "=" + marker + "\x00")
-	self := os.Getpid()
-	var matched, filtered []string
-	pid := 0
-	for _, name := range names {
-		p, err := strconv.Atoi(name)
-		if err != nil || p == self {
-			continue
-		}
-		env, err := os.ReadFile(procPath(p, "environ"))
-		if err != nil { // gone, or another user's: not ours to measure
-			continue
-		}
-		env = append(append([]byte{0}, env...), 0)
-		if !bytes.Contains(env, want) {
-			continue
-		}
-		cl := readCmdline(p)
-		desc := fmt.Sprintf("%d (%s)", p, cl)
-		if cmdline != nil && !cmdline.MatchString(cl) {
-			filtered = append(filtered, desc)
-			continue
-		}
-		matched = append(matched, desc)
-		pid = p
-	}
-	where := fmt.Sprintf("%s=%s", MarkerEnv, marker)
-	if cmdline != nil {
-		where += fmt.Sprintf(" with cmdline ~ %s", cmdline)
-	}
-	switch len(matched) {
-	case 1:
-		return pid, nil
-	case 0:
-		msg := "no process has " + where
-		if len(filtered) > 0 {
-			msg += "; marked but cmdline did not match: " + strings.Join(filtered, ", ")
-		}
-		return 0, errors.New(msg)
-	}
-	return 0, fmt.Errorf("%d processes have %s, want exactly one (narrow it with a cmdline regexp): %s", len(matched), where, strings.Join(matched, ", "))
-}
-
-func readCmdline(pid int) string {
-	b, err := os.ReadFile(procPath(pid, "cmdline"))
-	if err != nil {
-		return "?"
-	}
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
-const statFixture = "4242 (my (odd) daemon) S 1 4242 4242 0 -1 4194560 1200 0 0 0 15 7 0 0 20 0 9 0 123456 734003200 5120 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
-
 const smapsFixture = `55d0c0000000-7ffd00000000 ---p 00000000 00:00 0                          [rollup]
 Rss:               20480 kB
 Pss:               12288 kB
@@ -27,22 +25,6 @@ Referenced:        20480 kB
 Anonymous:          9216 kB
 Swap:                  0 kB
 `
-
-func TestParseStatFixture(t *testing.T) {
-	st, err := parseStat(statFixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := procStat{comm: "my (odd) daemon", state: 'S', threads: 9, start: 123456, vsize: 734003200}
-	if *st != want {
-		t.Errorf("parseStat = %+v, want %+v", *st, want)
-	}
-	for _, bad := range []string{"", "12 no parens S 1", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19"} {
-		if _, err := parseStat(bad); err == nil {
-			t.Errorf("parseStat(%q) = nil error, want one", bad)
-		}
-	}
-}
 
 func TestParseSmapsRollupFixture(t *testing.T) {
 	sm, err := parseSmapsRollup(smapsFixture)
@@ -134,9 +116,17 @@ func TestSampleZombieIsUnreadable(t *testing.T) {
 			break
 		}
 	}
-	cmd.Wait()
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "exited") {
 		t.Errorf("killed, unreaped child uss = %v, want unreadable: exited", r)
+	}
+	// A zombie's statm and fd directory read as zeros: every metric, not
+	// only the smaps_rollup ones, must be unreadable.
+	snap := Sample(context.Background(), target, allMetrics)
+	cmd.Wait()
+	for _, m := range allMetrics {
+		if r := snap.Readings[m]; r.Err == nil || !strings.Contains(r.Err.Error(), "exited") {
+			t.Errorf("killed, unreaped child %s = %v, want unreadable: exited", m, r)
+		}
 	}
 }
 
@@ -145,7 +135,7 @@ func TestTargetReplaced(t *testing.T) {
 	if r := Sample(context.Background(), target, []Metric{RSS}).Readings[RSS]; r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	target.start-- // as if the pid now belonged to a later process
+	target.proc.Start-- // as if the pid now belonged to a later process
 	r := Sample(context.Background(), target, []Metric{RSS}).Readings[RSS]
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "replaced") {
 		t.Errorf("after a start-time change rss = %v, want unreadable: replaced", r)

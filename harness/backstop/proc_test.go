@@ -1,0 +1,54 @@
+package backstop
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A command name may hold spaces and parentheses: fields are counted after
+// the last ')'.
+func TestParseStatOddCommand(t *testing.T) {
+	const line = "4242 (my (odd) daemon) S 1 4242 4242 0 -1 4194560 1200 0 0 0 15 7 0 0 20 0 9 0 123456 734003200 5120 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	st, err := parseStat([]byte(line))
+	require.NoError(t, err)
+	assert.Equal(t, stat{state: 'S', ppid: 1, start: 123456}, st)
+	for _, bad := range []string{"", "12 no parens S 1", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18"} {
+		_, err := parseStat([]byte(bad))
+		assert.Error(t, err, "parseStat(%q)", bad)
+	}
+}
+
+func TestStateZombieAndGone(t *testing.T) {
+	start, state, err := State(os.Getpid())
+	require.NoError(t, err)
+	assert.False(t, Finished(state), "state %c", state)
+	self, err := Identify(os.Getpid())
+	require.NoError(t, err)
+	assert.Equal(t, self.Start, start)
+
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep binary: %v", err)
+	}
+	pid := cmd.Process.Pid
+	require.NoError(t, cmd.Process.Kill())
+	// Killed but not reaped: a zombie until Wait.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, state, err = State(pid)
+		require.NoError(t, err)
+		if Finished(state) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.True(t, Finished(state), "killed, unreaped child is in state %c", state)
+	cmd.Wait()
+	_, _, err = State(pid)
+	assert.ErrorIs(t, err, ErrGone)
+}
