@@ -147,19 +147,28 @@ func pids() ([]int, error) {
 	return out, nil
 }
 
-// markerOf returns the value of MarkerVar in pid's initial environment.
-func markerOf(pid int) (string, bool) {
+// environOf returns the reproboard variables (MarkerVar, RunLockVar) of
+// pid's initial environment.
+func environOf(pid int) map[string]string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return "", false
+		return nil
 	}
-	prefix := []byte(MarkerVar + "=")
+	out := map[string]string{}
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if bytes.HasPrefix(kv, prefix) {
-			return string(kv[len(prefix):]), true
+		for _, k := range []string{MarkerVar, RunLockVar} {
+			if v, ok := bytes.CutPrefix(kv, []byte(k+"=")); ok {
+				out[k] = string(v)
+			}
 		}
 	}
-	return "", false
+	return out
+}
+
+// markerOf returns the value of MarkerVar in pid's initial environment.
+func markerOf(pid int) (string, bool) {
+	m, ok := environOf(pid)[MarkerVar]
+	return m, ok
 }
 
 // Marked lists the live processes whose marker satisfies match, skipping

@@ -55,8 +55,9 @@ type Section struct {
 	Tmp      string
 	Deadline time.Time
 
-	cfg Config
-	env []string
+	cfg     Config
+	env     []string
+	runLock string
 
 	mu     sync.Mutex
 	procs  []backstop.Proc
@@ -147,6 +148,7 @@ func New(r *backstop.Run, cfg Config) (*Section, error) {
 		Home:    filepath.Join(root, "home"),
 		Tmp:     filepath.Join(root, "tmp"),
 		cfg:     cfg,
+		runLock: r.LockPath,
 	}
 	s.Deadline = cfg.Deadline
 	if s.Deadline.IsZero() {
@@ -164,18 +166,19 @@ func New(r *backstop.Run, cfg Config) (*Section, error) {
 
 // redirected are replaced in the inherited environment, so that nothing a
 // section runs writes into the real user's home.
-var redirected = []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", backstop.MarkerVar}
+var redirected = []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", backstop.MarkerVar, backstop.RunLockVar}
 
 func (s *Section) buildEnv(base []string) []string {
 	set := map[string]string{
-		"HOME":             s.Home,
-		"TMPDIR":           s.Tmp,
-		"XDG_CACHE_HOME":   filepath.Join(s.Home, ".cache"),
-		"XDG_CONFIG_HOME":  filepath.Join(s.Home, ".config"),
-		"XDG_DATA_HOME":    filepath.Join(s.Home, ".local", "share"),
-		"XDG_STATE_HOME":   filepath.Join(s.Home, ".local", "state"),
-		"XDG_RUNTIME_DIR":  s.Runtime,
-		backstop.MarkerVar: s.Marker,
+		"HOME":              s.Home,
+		"TMPDIR":            s.Tmp,
+		"XDG_CACHE_HOME":    filepath.Join(s.Home, ".cache"),
+		"XDG_CONFIG_HOME":   filepath.Join(s.Home, ".config"),
+		"XDG_DATA_HOME":     filepath.Join(s.Home, ".local", "share"),
+		"XDG_STATE_HOME":    filepath.Join(s.Home, ".local", "state"),
+		"XDG_RUNTIME_DIR":   s.Runtime,
+		backstop.MarkerVar:  s.Marker,
+		backstop.RunLockVar: s.runLock,
 	}
 	if s.cfg.CacheVar != "" {
 		set[s.cfg.CacheVar] = s.Cache

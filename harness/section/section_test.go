@@ -291,6 +291,7 @@ func TestResidueSweepAfterHarnessKilled(t *testing.T) {
 	assert.Contains(t, pidsOf(sweep.Stopped.Stopped()), daemonPid)
 	assert.Contains(t, sweep.Runs, fields[1])
 	assert.NoDirExists(t, runDir, "the dead run's section roots are removed")
+	assert.NoFileExists(t, runDir+".lock", "and its lock file")
 }
 
 // A live run's processes and directories are left alone by another sweep.
@@ -304,4 +305,23 @@ func TestSweepSparesLiveRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, daemon.Alive(), "a live run's daemon was swept: %+v", rep)
 	assert.DirExists(t, s.Root)
+}
+
+// A run under another base (another test binary, another user setting
+// REPROBOARD_BASE) sweeps residue, never the processes of a live run.
+func TestSweepFromAnotherBaseSparesLiveRuns(t *testing.T) {
+	s := newSection(t, Config{})
+	res := s.Run(helperSpec("daemonize"))
+	require.Equal(t, 0, res.RC)
+	daemon, err := backstop.Identify(pidIn(t, res.Output))
+	require.NoError(t, err)
+
+	other, err := os.MkdirTemp("/tmp", "rbother")
+	require.NoError(t, err)
+	defer os.RemoveAll(other)
+	r, sweep, err := backstop.StartRun(other)
+	require.NoError(t, err)
+	defer r.Close(false)
+	assert.True(t, daemon.Alive(), "a sweep under %s killed a live run's daemon: %s", other, sweep.Stopped)
+	assert.NotContains(t, pidsOf(sweep.Stopped.Stopped()), daemon.Pid)
 }
