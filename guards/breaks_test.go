@@ -30,6 +30,9 @@ var breaks = []struct {
 	{"hook-fails-closed", "hook-fail-open", `target failed: hook-augment: rc=1`},
 	{"port-blocks", "start-status-port", `target failed: daemon start --port=\d+: rc=\d+`},
 	{"writer-gives-up", "start-port-waits-for-settings-writer", `process \$CLIENT \(pid \d+\) is not running`},
+	{"port-blocks", "status-page", `target failed: daemon start --port=\d+: rc=\d+`},
+	{"stop-ignores-sessions", "ephemeral", `target daemon stop: unexpected success`},
+	{"hook-fails-closed", "hook-augment", `target failed: hook-augment: rc=1`},
 }
 
 // TestGuardsCatchBreaks runs each guard against a demod broken on
