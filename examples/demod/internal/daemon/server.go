@@ -127,7 +127,9 @@ func (s *Server) Serve(ln net.Listener) {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	go s.watch()
+	// The socket's identity is taken before serving: one removed before the
+	// watcher's first look would otherwise never be noticed.
+	go s.watch(s.socketIdentity())
 	for {
 		conn, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -419,8 +421,7 @@ func (s *Server) Shutdown() {
 // reach it any more (its runtime dir was deleted), so it would run forever.
 // closing is set under the same lock that registers clients, so a
 // connection is either served or closed, never half-served.
-func (s *Server) watch() {
-	owned := s.socketIdentity()
+func (s *Server) watch(owned os.FileInfo) {
 	tick := min(max(s.opts.Idle/5, 10*time.Millisecond), 250*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -441,7 +442,7 @@ func (s *Server) watch() {
 			s.RequestShutdown("ephemeral and idle for " + s.opts.Idle.String())
 			return
 		}
-		if owned != nil && !os.SameFile(owned, s.socketIdentity()) {
+		if s.opts.Paths != nil && !os.SameFile(owned, s.socketIdentity()) {
 			s.opts.Log.Warn("daemon.orphaned", "socket", s.opts.Paths.Socket)
 			s.RequestShutdown("socket " + s.opts.Paths.Socket + " was removed or replaced")
 			return
