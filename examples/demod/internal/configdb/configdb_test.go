@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reproboard/reproboard/examples/demod/internal/logx"
+	"github.com/reproboard/reproboard/harness/wait"
 )
 
 // syncBuffer is a log sink the test can read while the writer runs.
@@ -69,14 +70,16 @@ func TestSetWaitsForAHeldWriterAndLogsIt(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- d.Set("ui_port", "8080") }()
-	deadline := time.Now().Add(2 * time.Second)
-	for !strings.Contains(log.String(), "config_db.busy_wait") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no config_db.busy_wait logged within 2s; log so far:\n%s", log.String())
+	err = wait.For(context.Background(), "Set to log config_db.busy_wait", 2*time.Second, 10*time.Millisecond, func() wait.Result {
+		if strings.Contains(log.String(), "config_db.busy_wait") {
+			return wait.Done()
 		}
-		time.Sleep(10 * time.Millisecond)
+		return wait.Continue("log %q", log.String())
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the writer keeps the lock a while longer
 	select {
 	case err := <-done:
 		t.Fatalf("Set returned while the writer still held the lock: %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reproboard/reproboard/examples/demod/internal/store"
 	"github.com/reproboard/reproboard/examples/demod/internal/wire"
+	"github.com/reproboard/reproboard/harness/lifecycle"
 )
 
 func service(t testing.TB, opts Options) *Service {
@@ -106,6 +107,14 @@ func TestFix581BoundsTheCache(t *testing.T) {
 	if a, b := search(t, ss, "Beta"), search(t, ss, "Beta"); a["total"] != b["total"] {
 		t.Errorf("cached result differs: %v vs %v", a, b)
 	}
+}
+
+// TestFix581QueryPathRetainsNothing: with #581 fixed, repeating a query
+// keeps nothing per query in the live heap (the buggy build keeps a 4 KiB
+// cache entry per query).
+func TestFix581QueryPathRetainsNothing(t *testing.T) {
+	ss := service(t, Options{Fix581: true}).NewSession()
+	lifecycle.HeapGrowth(t, 1000, func(int) { search(t, ss, "Alpha") }, lifecycle.Every(50))
 }
 
 func TestLeakBytesRetainsExactlyNPerQuery(t *testing.T) {
