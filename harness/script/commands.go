@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/reproboard/reproboard/harness/section"
 )
 
 // negation says what `!` before a command means.
@@ -39,6 +42,48 @@ type call struct {
 	args  []string
 	flags *flag.FlagSet
 	usage string
+	env   []string // the script's environment, as `exec` passes it
+}
+
+// spec is a command line to run in the script's directory with the
+// script's environment: what `env` set reaches the target too.
+func (c *call) spec(argv []string) section.Spec {
+	return section.Spec{Args: argv, Dir: c.ts.MkAbs("."), Env: c.env}
+}
+
+func (c *call) specWithin(argv []string, d time.Duration) section.Spec {
+	s := c.spec(argv)
+	s.Timeout = d
+	return s
+}
+
+func (c *call) stdinSpec(argv []string, d time.Duration, stdin []byte) section.Spec {
+	s := c.specWithin(argv, d)
+	s.Stdin = stdin
+	return s
+}
+
+// rawSpec leaves stdout to a protocol client and sends stderr to a file.
+func (c *call) rawSpec(argv []string, stderrFile string) section.Spec {
+	s := c.spec(argv)
+	s.RawStdout, s.StderrFile = true, stderrFile
+	return s
+}
+
+// scriptEnv is the script's environment: the section's variables and
+// whatever the script set with `env`. testscript keeps it unexported, so it
+// is read by reflection; TestScriptEnvReachesCommands pins that read, and a
+// version of go-internal without it fails every command loudly.
+func scriptEnv(ts *testscript.TestScript) ([]string, bool) {
+	v := reflect.ValueOf(ts).Elem().FieldByName("env")
+	if !v.IsValid() || v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.String {
+		return nil, false
+	}
+	out := make([]string, v.Len())
+	for i := range out {
+		out[i] = v.Index(i).String()
+	}
+	return out, true
 }
 
 // usageError is a malformed invocation.
@@ -161,7 +206,11 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 			}
 			fs := flag.NewFlagSet(name, flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			c := &call{ts: ts, st: st, name: name, neg: neg, args: args, flags: fs, usage: cmd.usage}
+			env, ok := scriptEnv(ts)
+			if !ok {
+				st.fail(ts, "reproboard cannot read the script's environment from this version of go-internal's testscript")
+			}
+			c := &call{ts: ts, st: st, name: name, neg: neg, args: args, flags: fs, usage: cmd.usage, env: env}
 			err := cmd.run(c)
 			var ue *usageError
 			switch {

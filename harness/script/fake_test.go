@@ -47,6 +47,13 @@ func fake(args []string) int {
 	switch args[0] {
 	case "echo":
 		fmt.Println(strings.Join(args[1:], " "))
+	case "printenv":
+		v, ok := os.LookupEnv(args[1])
+		if !ok {
+			fmt.Fprintf(os.Stderr, "%s is not set\n", args[1])
+			return 1
+		}
+		fmt.Println(v)
 	case "fail":
 		fmt.Println("some preamble")
 		fmt.Fprintln(os.Stderr, "boom: the fake failed")

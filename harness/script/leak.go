@@ -11,7 +11,6 @@ import (
 
 	"github.com/reproboard/reproboard/harness/meter"
 	"github.com/reproboard/reproboard/harness/outcome"
-	"github.com/reproboard/reproboard/harness/section"
 )
 
 // metricFlags collects repeated -metric NAME=BUDGET flags.
@@ -209,7 +208,7 @@ func (c *call) leakOp(args []string) (func(context.Context) error, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			d = time.Until(dl)
 		}
-		res := c.st.sec.Run(section.Spec{Args: argv, Timeout: d, Dir: c.ts.MkAbs(".")})
+		res := c.st.sec.Run(c.specWithin(argv, d))
 		if res.RC != 0 {
 			return errors.New(describe(args, res))
 		}

@@ -127,7 +127,7 @@ func mcpStart(c *call, name string) error {
 		return err
 	}
 	m := &mcpSession{name: name, stderrPath: filepath.Join(c.st.sec.Root, "mcp-"+name+".stderr")}
-	m.proc, err = c.st.sec.Start("mcp "+name, section.Spec{Args: argv, RawStdout: true, StderrFile: m.stderrPath, Dir: c.ts.MkAbs(".")})
+	m.proc, err = c.st.sec.Start("mcp "+name, c.rawSpec(argv, m.stderrPath))
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func (c *call) runOnce(args []string, timeout time.Duration, stdin []byte) (sect
 	if err != nil {
 		return section.Result{}, err
 	}
-	res := c.st.sec.Run(section.Spec{Args: argv, Timeout: c.within(timeout), Stdin: stdin, Dir: c.ts.MkAbs(".")})
+	res := c.st.sec.Run(c.stdinSpec(argv, c.within(timeout), stdin))
 	fmt.Fprint(c.stdout(), res.Stdout)
 	fmt.Fprint(c.stderr(), res.Stderr)
 	return res, nil
@@ -116,7 +116,7 @@ var cmdSpawn = command{
 		if err != nil {
 			return err
 		}
-		p, err := c.st.sec.Start(name, section.Spec{Args: argv, Timeout: c.within(*timeout), Dir: c.ts.MkAbs(".")})
+		p, err := c.st.sec.Start(name, c.specWithin(argv, c.within(*timeout)))
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ var cmdReap = command{
 }
 
 var cmdPoll = command{
-	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches",
+	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's)",
 	neg:   negSelf,
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
@@ -264,12 +264,12 @@ var cmdPoll = command{
 		var reOut, reErr *regexp.Regexp
 		var err error
 		if *outRE != "" {
-			if reOut, err = regexp.Compile(*outRE); err != nil {
+			if reOut, err = regexp.Compile("(?m)" + *outRE); err != nil {
 				return c.usagef("-stdout: %v", err)
 			}
 		}
 		if *errRE != "" {
-			if reErr, err = regexp.Compile(*errRE); err != nil {
+			if reErr, err = regexp.Compile("(?m)" + *errRE); err != nil {
 				return c.usagef("-stderr: %v", err)
 			}
 		}
@@ -293,7 +293,7 @@ var cmdPoll = command{
 		attempts := 0
 		err = wait.For(context.Background(), fmt.Sprintf("`%s` to give %s", strings.Join(c.args, " "), want), d, *every, func() wait.Result {
 			attempts++
-			res := c.st.sec.Run(section.Spec{Args: argv, Timeout: max(time.Until(deadline), time.Millisecond), Dir: c.ts.MkAbs(".")})
+			res := c.st.sec.Run(c.specWithin(argv, max(time.Until(deadline), time.Millisecond)))
 			// An attempt cut short by the poll's own deadline says less than
 			// the complete one before it: keep that one to report.
 			if !res.TimedOut || last.Args == nil || last.TimedOut {

@@ -41,7 +41,7 @@ var cmdStorm = command{
 		start := time.Now()
 		for i := range results {
 			wg.Go(func() {
-				results[i] = c.st.sec.Run(section.Spec{Args: argv, Timeout: d, Dir: c.ts.MkAbs(".")})
+				results[i] = c.st.sec.Run(c.specWithin(argv, d))
 			})
 		}
 		wg.Wait()
@@ -180,7 +180,7 @@ var cmdWaitfile = command{
 		what := fmt.Sprintf("%s to exist", c.args[0])
 		if len(c.args) == 2 {
 			var err error
-			if re, err = regexp.Compile(c.args[1]); err != nil {
+			if re, err = regexp.Compile("(?m)" + c.args[1]); err != nil {
 				return c.usagef("%v", err)
 			}
 			what = fmt.Sprintf("%s to contain a match for %q", c.args[0], c.args[1])
