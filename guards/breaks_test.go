@@ -2,14 +2,13 @@ package guards
 
 import (
 	"os"
-	"os/exec"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reproboard/reproboard/harness/script"
+	"github.com/reproboard/reproboard/harness/selftest"
 	"github.com/reproboard/reproboard/harness/target"
 )
 
@@ -39,25 +38,27 @@ var breaks = []struct {
 // purpose, in a child test process, and checks the guard goes RED with a
 // tail excerpt that says why.
 func TestGuardsCatchBreaks(t *testing.T) {
-	if os.Getenv("REPROBOARD_TARGET") != "" && os.Getenv("REPROBOARD_TARGET") != "demod" {
+	if n := os.Getenv(target.NameEnv); n != "" && n != "demod" {
 		t.Skip("the deliberate regressions are demod's")
 	}
 	// Build once here; the children use this binary.
 	tgt, err := script.Target()
 	require.NoError(t, err)
 	for _, b := range breaks {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.name+"/"+b.guard, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestGuards$/^daemon$/^"+regexp.QuoteMeta(b.guard)+"$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), breakEnv+"="+b.name, target.BinaryEnv+"="+tgt.Path)
-			out, err := cmd.CombinedOutput()
-			text := string(out)
-			require.Error(t, err, "guard %s stayed GREEN with %s=%s:\n%s", b.guard, breakEnv, b.name, text)
-			assert.Contains(t, text, "--- FAIL: TestGuards/daemon/"+b.guard)
-			assert.Regexp(t, `=== ATTR  TestGuards/daemon/`+regexp.QuoteMeta(b.guard)+` reproboard.outcome RED`, text)
-			assert.Regexp(t, b.reason, text)
+			child := selftest.Run(selftest.Child{Run: []string{"TestGuards", "daemon", b.guard},
+				Env: []string{breakEnv + "=" + b.name, target.BinaryEnv + "=" + tgt.Path},
+				// A guard that waits for a state the break never reaches
+				// gives up at its section's deadline, not its own 60s.
+				Args: []string{"-test.timeout=45s"}})
+			test := "TestGuards/daemon/" + b.guard
+			require.Error(t, child.Err, "guard %s stayed GREEN with %s=%s:\n%s", b.guard, breakEnv, b.name, child.Output)
+			assert.Contains(t, child.Output, "--- FAIL: "+test)
+			assert.Equal(t, "RED", child.Attr(test, "reproboard.outcome"))
+			assert.Regexp(t, b.reason, child.Output)
 			if t.Failed() {
-				t.Logf("guard output:\n%s", text)
+				t.Logf("guard output:\n%s", child.Output)
 			}
 		})
 	}
