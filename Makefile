@@ -30,9 +30,11 @@ repro:
 	@test -n "$(ISSUE)" || { echo "make repro: ISSUE is required, e.g. make repro ISSUE=581" >&2; exit 2; }
 	$(GO) run ./cmd/reproboard repro --out $(OUT) $(ISSUE)
 
-## bench: the figures (section overhead, backstop sweep, meter, guard suite, leak sensitivity)
+## bench: the figures, printed; ratios are measured within one run (a shared machine is noisy)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./harness/... ./guards/... ./repro/...
+	$(GO) test -run '^$$' -bench . -count 3 ./harness/section/ ./harness/meter/
+	$(GO) test -run '^$$' -bench 'CLI' -benchtime 20x ./guards/
+	$(GO) test -run '^$$' -bench 'GuardSuite|ScriptsParallel|LeakSensitivity' -benchtime 1x ./guards/ ./harness/script/ ./repro/
 
 clean:
 	rm -rf $(OUT)
