@@ -146,3 +146,37 @@ func TestUsageListsEveryCommand(t *testing.T) {
 		assert.Regexp(t, `(?m)^(\[!\] )?`+name+` `, u)
 	}
 }
+
+// TestEngineProfileTarget runs a script against the target of a
+// boards.yaml, in the child of TestMissingTargetIsSetupFail only.
+func TestEngineProfileTarget(t *testing.T) {
+	if os.Getenv("ENGINE_PROFILE_CHILD") != "1" {
+		t.Skip("runs under TestMissingTargetIsSetupFail")
+	}
+	Run(t, Params{Dir: "testdata/engine/profile"})
+}
+
+// A profile whose binary is missing makes the section SETUP-FAIL with a
+// message that says what to set, not a crash and not a RED.
+func TestMissingTargetIsSetupFail(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dir + "/boards.yaml"
+	require.NoError(t, os.WriteFile(cfg, []byte(`targets:
+  external:
+    binary_env: REPROBOARD_TEST_UNSET_BINARY
+    cache_var: EXT_CACHE
+    runtime_var: EXT_RUNTIME
+boards:
+  b:
+    packages: [./...]
+    target: external
+    gating: true
+`), 0o644))
+	child := selftest.Run(selftest.Child{Run: []string{"TestEngineProfileTarget", "uses-target"},
+		Env: []string{"ENGINE_PROFILE_CHILD=1", "REPROBOARD_CONFIG=" + cfg, "REPROBOARD_TARGET=", "REPROBOARD_TARGET_BINARY="}})
+	require.Error(t, child.Err, child.Output)
+	test := "TestEngineProfileTarget/uses-target"
+	assert.Equal(t, "SETUP-FAIL", child.Attr(test, "reproboard.outcome"), child.Output)
+	assert.Contains(t, child.Attr(test, "reproboard.reason"), "target external: its binary comes from $REPROBOARD_TEST_UNSET_BINARY, which is not set")
+	assert.NotContains(t, child.Output, "panic")
+}
