@@ -23,20 +23,7 @@ func resolveTarget(b *testing.B) *target.Target {
 // parallel and one at a time, in one run, and reports the ratio.
 func BenchmarkGuardSuite(b *testing.B) {
 	tgt := resolveTarget(b)
-	wall := func(parallel int) time.Duration {
-		r := selftest.Run(selftest.Child{Run: []string{"TestGuards"}, Env: []string{target.BinaryEnv + "=" + tgt.Path},
-			Args: []string{fmt.Sprintf("-test.parallel=%d", parallel)}})
-		if r.Err != nil {
-			b.Fatalf("guards failed: %v\n%s", r.Err, r.Output)
-		}
-		return r.Duration
-	}
-	for b.Loop() {
-		par, seq := wall(16), wall(1)
-		b.ReportMetric(par.Seconds(), "s-parallel")
-		b.ReportMetric(seq.Seconds(), "s-sequential")
-		b.ReportMetric(seq.Seconds()/par.Seconds(), "x-speedup")
-	}
+	selftest.Speedup(b, selftest.Child{Run: []string{"TestGuards"}, Env: []string{target.BinaryEnv + "=" + tgt.Path}}, 16)
 }
 
 func newSection(b *testing.B, tgt *target.Target, name string) *section.Section {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/reproboard/reproboard/harness/selftest"
 )
@@ -28,18 +27,5 @@ func BenchmarkScriptsParallel(b *testing.B) {
 	for i := range 8 {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("sleep%d.txtar", i)), []byte("sleep 2s\n"), 0o644)
 	}
-	wall := func(parallel int) time.Duration {
-		r := selftest.Run(selftest.Child{Run: []string{"TestSleepScripts"}, Env: []string{"BENCH_SCRIPTS_DIR=" + dir},
-			Args: []string{fmt.Sprintf("-test.parallel=%d", parallel)}})
-		if r.Err != nil {
-			b.Fatalf("scripts failed: %v\n%s", r.Err, r.Output)
-		}
-		return r.Duration
-	}
-	for b.Loop() {
-		par, seq := wall(8), wall(1)
-		b.ReportMetric(par.Seconds(), "s-parallel")
-		b.ReportMetric(seq.Seconds(), "s-sequential")
-		b.ReportMetric(seq.Seconds()/par.Seconds(), "x-speedup")
-	}
+	selftest.Speedup(b, selftest.Child{Run: []string{"TestSleepScripts"}, Env: []string{"BENCH_SCRIPTS_DIR=" + dir}}, 8)
 }

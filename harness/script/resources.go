@@ -71,38 +71,39 @@ func (c *call) hold(name string, release func() error) error {
 	return nil
 }
 
+// listen binds a port on 127.0.0.1 and sets $VAR, the command's one
+// argument, to it.
+func (c *call) listen() (net.Listener, error) {
+	if err := c.parse(1, 1); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c.ts.Setenv(c.args[0], strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	return l, nil
+}
+
 var cmdHoldport = command{
 	usage: "holdport VAR — bind and listen on 127.0.0.1:0, set $VAR to the port; held until `release VAR` or the section ends",
 	run: func(c *call) error {
-		if err := c.parse(1, 1); err != nil {
-			return err
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := c.listen()
 		if err != nil {
 			return err
 		}
-		if err := c.hold(c.args[0], l.Close); err != nil {
-			return err
-		}
-		c.ts.Setenv(c.args[0], strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-		return nil
+		return c.hold(c.args[0], l.Close)
 	},
 }
 
 var cmdFreeport = command{
 	usage: "freeport VAR — set $VAR to a port that was free a moment ago",
 	run: func(c *call) error {
-		if err := c.parse(1, 1); err != nil {
-			return err
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := c.listen()
 		if err != nil {
 			return err
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		c.ts.Setenv(c.args[0], strconv.Itoa(port))
-		return nil
+		return l.Close()
 	},
 }
 

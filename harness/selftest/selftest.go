@@ -6,10 +6,12 @@
 package selftest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -72,4 +74,26 @@ func (r Result) Elapsed(test string) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Speedup runs the child with -test.parallel=n, then with 1, and reports
+// both wall times and their ratio as b's metrics: one run of each, back to
+// back, so the ratio holds on a noisy machine.
+func Speedup(b *testing.B, c Child, n int) {
+	b.Helper()
+	wall := func(parallel int) time.Duration {
+		run := c
+		run.Args = append(append([]string(nil), c.Args...), fmt.Sprintf("-test.parallel=%d", parallel))
+		r := Run(run)
+		if r.Err != nil {
+			b.Fatalf("%s failed: %v\n%s", Pattern(c.Run...), r.Err, r.Output)
+		}
+		return r.Duration
+	}
+	for b.Loop() {
+		par, seq := wall(n), wall(1)
+		b.ReportMetric(par.Seconds(), "s-parallel")
+		b.ReportMetric(seq.Seconds(), "s-sequential")
+		b.ReportMetric(seq.Seconds()/par.Seconds(), "x-speedup")
+	}
 }
