@@ -34,7 +34,7 @@ var leakLine = regexp.MustCompile(`(?m)LEAK_MEASURE metric=(uss|rss) .*$`)
 // BenchmarkLeakSensitivity measures how small a leak the reproduction tier
 // catches: demod with #581 fixed retains DEMOD_LEAK_BYTES per query; each
 // size is judged by `leak` (USS, Theil–Sen against 2 KiB/op, 400 ops) in 10
-// runs. Beside it, the seed's rule on the same runs: RED when RSS after 150
+// runs. Beside it, the two-point rule of a first #581 repro, on the same runs: RED when RSS after 150
 // queries exceeds 3.0 x RSS after 10.
 func BenchmarkLeakSensitivity(b *testing.B) {
 	tgt, err := script.Target()
@@ -44,10 +44,10 @@ func BenchmarkLeakSensitivity(b *testing.B) {
 	sizes := []int{0, 1 << 10, 2 << 10, 4 << 10, 16 << 10, 64 << 10}
 	const runs = 10
 	type row struct {
-		size                  int
-		leakRED, seedRED, bad int
-		took                  time.Duration
-		maxTook               time.Duration
+		size                      int
+		leakRED, twoPointRED, bad int
+		took                      time.Duration
+		maxTook                   time.Duration
 	}
 	for b.Loop() {
 		var rows []row
@@ -75,8 +75,8 @@ func BenchmarkLeakSensitivity(b *testing.B) {
 				if uss.Verdict == "RED" {
 					r.leakRED++
 				}
-				if seedRule(rss.Points) {
-					r.seedRED++
+				if twoPointRule(rss.Points) {
+					r.twoPointRED++
 				}
 			}
 			rows = append(rows, r)
@@ -84,19 +84,19 @@ func BenchmarkLeakSensitivity(b *testing.B) {
 		var t strings.Builder
 		fmt.Fprintf(&t, "\nleak sensitivity: demod, #581 fixed, DEMOD_LEAK_BYTES per query; %d runs each, 400 ops, USS budget 2KiB/op\n", runs)
 		tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "leak/op\tleak (Theil-Sen on USS)\tseed rule (RSS@150 > 3 x RSS@10)\tmean time/run\tmax time/run\tno measurement")
+		fmt.Fprintln(tw, "leak/op\tleak (Theil-Sen on USS)\ttwo-point rule (RSS@150 > 3 x RSS@10)\tmean time/run\tmax time/run\tno measurement")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%d/%d RED\t%d/%d RED\t%s\t%s\t%d\n", humanize.IBytes(uint64(r.size)),
-				r.leakRED, runs, r.seedRED, runs, (r.took / runs).Round(10*time.Millisecond), r.maxTook.Round(10*time.Millisecond), r.bad)
+				r.leakRED, runs, r.twoPointRED, runs, (r.took / runs).Round(10*time.Millisecond), r.maxTook.Round(10*time.Millisecond), r.bad)
 		}
 		tw.Flush()
 		fmt.Print(t.String())
 	}
 }
 
-// seedRule is the rule of the seed repro: end RSS (150 ops) above 3.0 x
+// twoPointRule is the rule of a first #581 repro: end RSS (150 ops) above 3.0 x
 // the RSS after the 10-op warmup.
-func seedRule(points []meter.Point) bool {
+func twoPointRule(points []meter.Point) bool {
 	var at10, at150 float64
 	for _, p := range points {
 		switch p.Ops {

@@ -86,7 +86,7 @@ func TestJudgeOutliersDoNotFlip(t *testing.T) {
 	}
 }
 
-// The lesson of seed 000: "end <= 3.0 x value at warmup" calls a 10 KiB/op
+// The lesson of the first #581 repro: "end <= 3.0 x value at warmup" calls a 10 KiB/op
 // leak on a 30 MiB process GREEN after 150 ops (factor 1.05); the slope
 // against a budget calls it RED.
 func TestTwoPointFactorRuleMissesSmallLeak(t *testing.T) {
@@ -99,7 +99,7 @@ func TestTwoPointFactorRuleMissesSmallLeak(t *testing.T) {
 		end = p.Value
 	}
 	if factorRuleGreen := end <= 3.0*atWarmup; !factorRuleGreen {
-		t.Fatalf("factor rule called it RED (factor %.2f); the seed's lesson no longer holds here", end/atWarmup)
+		t.Fatalf("factor rule called it RED (factor %.2f); the two-point rule's blind spot no longer shows here", end/atWarmup)
 	}
 	v := Judge(s, Options{Budget: MustParseBudget("4KiB/op"), Warmup: 10})
 	if v.Outcome != outcome.Red {
