@@ -74,8 +74,18 @@ func parseStat(b []byte) (stat, error) {
 	if err != nil {
 		return stat{}, fmt.Errorf("malformed stat starttime %q", fields[19])
 	}
-	return stat{state: fields[0][0], ppid: ppid, start: start}, nil
+	st := stat{state: fields[0][0], ppid: ppid, start: start}
+	// A process in do_exit has PF_EXITING (field 9, flags) set before its
+	// memory and files are torn down, while its state may still read R or
+	// D: what is left to read of it then reads as zeros. Count it as dead.
+	if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfExiting != 0 && st.state != 'Z' {
+		st.state = 'X'
+	}
+	return st, nil
 }
+
+// pfExiting is the kernel's PF_EXITING task flag.
+const pfExiting = 0x4
 
 // StartTime returns the start time of pid (field 22 of /proc/PID/stat).
 func StartTime(pid int) (uint64, error) {
@@ -92,7 +102,8 @@ func State(pid int) (start uint64, state byte, err error) {
 }
 
 // Finished reports whether a state letter from State is a process that
-// has ended: a zombie (Z) or dead (X), of which only the exit status is left.
+// has ended: a zombie (Z) or dead or exiting (X), of which only the exit
+// status is, or soon will be, left.
 func Finished(state byte) bool { return state == 'Z' || state == 'X' }
 
 // Identify records pid's identity now.

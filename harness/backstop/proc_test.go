@@ -23,6 +23,16 @@ func TestParseStatOddCommand(t *testing.T) {
 	}
 }
 
+// A process in do_exit (PF_EXITING in the flags) still reads R or D, but
+// its memory and files are going: it counts as finished.
+func TestParseStatExiting(t *testing.T) {
+	const line = "77 (d) R 1 77 77 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 999 0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	st, err := parseStat([]byte(line))
+	require.NoError(t, err)
+	assert.Equal(t, byte('X'), st.state)
+	assert.True(t, Finished(st.state))
+}
+
 func TestStateZombieAndGone(t *testing.T) {
 	start, state, err := State(os.Getpid())
 	require.NoError(t, err)
