@@ -4,12 +4,14 @@
 package target
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/excerpt"
@@ -47,6 +49,10 @@ type SetupError struct{ Err error }
 
 func (e *SetupError) Error() string { return e.Err.Error() }
 func (e *SetupError) Unwrap() error { return e.Err }
+
+// buildTimeout bounds building a target: a cold build cache on two cores
+// takes minutes, a hang must not take the test binary's whole -timeout.
+const buildTimeout = 8 * time.Minute
 
 var (
 	mu       sync.Mutex
@@ -150,9 +156,15 @@ func resolve(cfg *board.Config, name, root, binDir string) (*Target, error) {
 			return nil, err
 		}
 		t.Path = filepath.Join(binDir, name)
-		cmd := exec.Command("go", "build", "-o", t.Path, prof.Build)
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", t.Path, prof.Build)
 		cmd.Dir = root
+		cmd.WaitDelay = time.Second
 		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("gave up after %s", buildTimeout)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("target %s did not build (go build %s): %v\n%s", name, prof.Build, err, excerpt.Excerpt(string(out), 0))
 		}
