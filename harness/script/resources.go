@@ -206,14 +206,11 @@ var cmdLogtail = command{
 		if err := c.parse(0, 0); err != nil {
 			return err
 		}
-		if c.st.target == nil || c.st.target.Log == "" {
-			return fmt.Errorf("the target profile names no log file")
-		}
-		data, err := os.ReadFile(c.st.target.LogPath(c.st.sec.Cache))
+		tail, err := c.st.targetLog(*n)
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout(), excerpt.Excerpt(string(data), *n))
+		fmt.Fprint(c.stdout(), tail)
 		return nil
 	},
 }

@@ -235,18 +235,21 @@ func (st *state) finish() {
 // logTail shows the end of the target's log file: the daemon's side of a
 // failure is often only there.
 func (st *state) logTail() {
-	if st.target == nil {
-		return
+	if tail, err := st.targetLog(excerpt.DefaultLimit); err == nil {
+		st.t.Logf("tail of the target log %s:\n%s", st.target.Log, tail)
 	}
-	path := st.target.LogPath(st.sec.Cache)
-	if path == "" {
-		return
+}
+
+// targetLog is the tail of the target's log file in this section.
+func (st *state) targetLog(limit int) (string, error) {
+	if st.target == nil || st.target.Log == "" {
+		return "", fmt.Errorf("the target profile names no log file")
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(st.target.LogPath(st.sec.Cache))
 	if err != nil {
-		return // no log written: nothing to show
+		return "", err
 	}
-	st.t.Logf("tail of the target log %s:\n%s", st.target.Log, excerpt.Excerpt(string(data), 0))
+	return excerpt.Excerpt(string(data), limit), nil
 }
 
 func condition(p Params) func(string) (bool, error) {
