@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 )
 
 var listCommand = &command{
@@ -27,7 +27,7 @@ Flags:
 
 func runList(c *cli, cmd *command, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	config := fs.String("config", "boards.yaml", "")
+	configPath := fs.String("config", "boards.yaml", "")
 	pos, code, ok := c.parse(fs, cmd, args)
 	if !ok {
 		return code
@@ -35,7 +35,7 @@ func runList(c *cli, cmd *command, args []string) int {
 	if len(pos) > 0 {
 		return c.usageError(cmd, "list takes no arguments, got %s", strings.Join(pos, " "))
 	}
-	s, err := c.openSession(*config, "out")
+	s, err := c.openSession(*configPath, "out")
 	if err != nil {
 		return c.fail(cmd, err)
 	}
@@ -89,7 +89,7 @@ func runList(c *cli, cmd *command, args []string) int {
 	return exit
 }
 
-func platformsText(k *board.KnownRed) string {
+func platformsText(k *config.KnownRed) string {
 	if len(k.Platforms) == 0 {
 		return "all platforms"
 	}

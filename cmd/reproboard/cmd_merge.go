@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/report"
 )
 
 var mergeCommand = &command{
@@ -48,7 +49,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 		if err != nil {
 			return c.fail(cmd, err)
 		}
-		b, err := board.ReadJSON(f, name)
+		b, err := report.ReadJSON(f, name)
 		f.Close()
 		if err != nil {
 			return c.fail(cmd, err)

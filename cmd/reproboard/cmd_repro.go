@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 )
 
 var reproCommand = &command{
@@ -36,7 +37,7 @@ Flags:
 
 func runRepro(c *cli, cmd *command, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	config := fs.String("config", "boards.yaml", "")
+	configPath := fs.String("config", "boards.yaml", "")
 	out := fs.String("out", "out", "")
 	timeout := fs.Duration("timeout", 30*time.Minute, "")
 	deadline := fs.Duration("deadline", 2*time.Hour, "")
@@ -51,12 +52,12 @@ func runRepro(c *cli, cmd *command, args []string) int {
 	if err != nil || issue <= 0 {
 		return c.usageError(cmd, "issue %q is not a positive number", pos[0])
 	}
-	s, err := c.openSession(*config, *out)
+	s, err := c.openSession(*configPath, *out)
 	if err != nil {
 		return c.fail(cmd, err)
 	}
 	s.timeout, s.deadline = *timeout, *deadline
-	var specs []*board.BoardSpec
+	var specs []*config.BoardSpec
 	for _, b := range s.cfg.Boards {
 		if !b.Gating {
 			specs = append(specs, b)
@@ -139,7 +140,7 @@ var issueInName = regexp.MustCompile(`(?i)issue[_-]?(\d+)`)
 
 // reproIssues are the issues a section reproduces: its known_red entry's,
 // and the N of every issueN in its name.
-func reproIssues(test string, known []*board.KnownRed) []int {
+func reproIssues(test string, known []*config.KnownRed) []int {
 	var out []int
 	for _, k := range known {
 		if k.Test == test {
@@ -175,7 +176,7 @@ func printVerdicts(c *cli, issue int, b *board.Board) {
 	}
 }
 
-func boardNames(specs []*board.BoardSpec) []string {
+func boardNames(specs []*config.BoardSpec) []string {
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)

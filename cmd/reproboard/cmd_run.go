@@ -41,7 +41,7 @@ regressed, else 2 if any could not verify, else 0.
 
 func runRun(c *cli, cmd *command, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	config := fs.String("config", "boards.yaml", "")
+	configPath := fs.String("config", "boards.yaml", "")
 	shard := fs.String("shard", "", "")
 	strict := fs.Bool("strict", false, "")
 	out := fs.String("out", "out", "")
@@ -61,7 +61,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 	if *timeout <= 0 || *deadline <= 0 {
 		return c.usageError(cmd, "--timeout and --deadline must be positive durations, e.g. 30m")
 	}
-	s, err := c.openSession(*config, *out)
+	s, err := c.openSession(*configPath, *out)
 	if err != nil {
 		return c.fail(cmd, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/outcome"
+	"github.com/reproboard/reproboard/harness/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -162,7 +163,7 @@ func readBoard(t *testing.T, path string) *board.Board {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	b, err := board.ReadJSON(f, path)
+	b, err := report.ReadJSON(f, path)
 	require.NoError(t, err)
 	b.Resolve(filepath.Dir(path))
 	return b

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
@@ -20,7 +21,7 @@ import (
 // its directory (the module of the boards), outputs go to out.
 type session struct {
 	c        *cli
-	cfg      *board.Config
+	cfg      *config.Config
 	cfgAbs   string
 	dir      string
 	out      string
@@ -31,7 +32,7 @@ type session struct {
 }
 
 func (c *cli) openSession(configPath, out string) (*session, error) {
-	cfg, err := board.Load(configPath)
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +49,11 @@ func (c *cli) openSession(configPath, out string) (*session, error) {
 }
 
 // boards resolves board names (all boards when none are given).
-func (s *session) boards(names []string) ([]*board.BoardSpec, error) {
+func (s *session) boards(names []string) ([]*config.BoardSpec, error) {
 	if len(names) == 0 {
 		return s.cfg.Boards, nil
 	}
-	var specs []*board.BoardSpec
+	var specs []*config.BoardSpec
 	for _, n := range names {
 		b := s.cfg.Board(n)
 		if b == nil {
@@ -76,7 +77,7 @@ const (
 
 // baseEnv is the environment of go commands; spec is nil for a dry run
 // over several boards.
-func (s *session) baseEnv(spec *board.BoardSpec) []string {
+func (s *session) baseEnv(spec *config.BoardSpec) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -94,7 +95,7 @@ func (s *session) baseEnv(spec *board.BoardSpec) []string {
 }
 
 // targetEnv is baseEnv plus the target's binary and extra variables.
-func (s *session) targetEnv(ctx context.Context, spec *board.BoardSpec) ([]string, error) {
+func (s *session) targetEnv(ctx context.Context, spec *config.BoardSpec) ([]string, error) {
 	t := s.cfg.Target(spec.Target)
 	bin, err := s.binary(ctx, t)
 	if err != nil {
@@ -108,7 +109,7 @@ func (s *session) targetEnv(ctx context.Context, spec *board.BoardSpec) ([]strin
 }
 
 // binary builds the target once per invocation, or finds its binary.
-func (s *session) binary(ctx context.Context, t *board.Target) (string, error) {
+func (s *session) binary(ctx context.Context, t *config.Target) (string, error) {
 	if bin, ok := s.binaries[t.Name]; ok {
 		return bin, nil
 	}
@@ -124,7 +125,7 @@ func (s *session) binary(ctx context.Context, t *board.Target) (string, error) {
 	return bin, nil
 }
 
-func (s *session) findBinary(ctx context.Context, t *board.Target) (string, error) {
+func (s *session) findBinary(ctx context.Context, t *config.Target) (string, error) {
 	var bin string
 	switch {
 	case t.Build != "":
@@ -167,7 +168,7 @@ func (s *session) findBinary(ctx context.Context, t *board.Target) (string, erro
 // packages (every section is created and skipped, so go test names them
 // all without running any), then splits the listing by board: one go test
 // links each test binary once, however many boards share a package.
-func (s *session) listBoards(ctx context.Context, specs []*board.BoardSpec) (map[string]*board.Results, error) {
+func (s *session) listBoards(ctx context.Context, specs []*config.BoardSpec) (map[string]*board.Results, error) {
 	env := append(s.baseEnv(nil), envDryRun+"=1")
 	pkgsOf := map[string]map[string]bool{}
 	var patterns []string
@@ -242,7 +243,7 @@ func (s *session) listAll(ctx context.Context) (map[string]*board.Results, error
 
 // runSpec says how to run one board.
 type runSpec struct {
-	spec     *board.BoardSpec
+	spec     *config.BoardSpec
 	shard    string   // "k/n" or ""
 	runRE    string   // go test -run, or ""
 	selected []string // when set, only these sections (and their subtests) count
@@ -256,7 +257,7 @@ type runSpec struct {
 // problem, so the reports show them like any other.
 func (s *session) runBoard(ctx context.Context, r runSpec) (*board.Board, error) {
 	opts := board.Options{Board: r.spec.Name, Target: r.spec.Target, Gating: r.spec.Gating, Strict: r.strict,
-		Platform: board.Platform(), Shard: r.shard, Expected: r.expected}
+		Platform: config.Platform(), Shard: r.shard, Expected: r.expected}
 	env, err := s.targetEnv(ctx, r.spec)
 	if err != nil { // the caller has said why; the board's reports say it again
 		return board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemBuild, Message: firstLine(err.Error()), Excerpt: excerpt.Excerpt(err.Error(), 0)}}}, s.cfg.KnownRed, opts), nil
@@ -316,7 +317,7 @@ func (s *session) wanted(r runSpec, test string) bool {
 
 // resolveArtifacts makes relative artefact paths absolute: a test runs in
 // its package's directory, so that is what they are relative to.
-func (s *session) resolveArtifacts(ctx context.Context, env []string, spec *board.BoardSpec, res *board.Results) {
+func (s *session) resolveArtifacts(ctx context.Context, env []string, spec *config.BoardSpec, res *board.Results) {
 	var dirs map[string]string
 	for _, sr := range res.Sections {
 		for k, v := range sr.Attrs {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -114,7 +114,7 @@ func TestRunRegexpSelectsEachLevel(t *testing.T) {
 }
 
 func TestReproIssues(t *testing.T) {
-	known := []*board.KnownRed{{Test: "TestLeak", Issue: 42}}
+	known := []*config.KnownRed{{Test: "TestLeak", Issue: 42}}
 	assert.Equal(t, []int{42}, reproIssues("TestLeak", known))
 	assert.Equal(t, []int{581}, reproIssues("TestRepro/issue581", known))
 	assert.Equal(t, []int{58}, reproIssues("TestRepro/Issue_58", known))

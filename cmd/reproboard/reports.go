@@ -14,6 +14,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/excerpt"
+	"github.com/reproboard/reproboard/harness/report"
 )
 
 const junitLimit = 5 * time.Minute
@@ -77,14 +78,14 @@ func (rp *reporter) reportPath(p, name string) string {
 func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, events []string) error {
 	rp.boards = append(rp.boards, b)
 	var errs []error
-	if err := board.WriteTerminal(rp.c.stdout, b, board.TerminalOptions{Color: isTerminal(rp.c.stdout)}); err != nil {
+	if err := report.WriteTerminal(rp.c.stdout, b, report.TerminalOptions{Color: isTerminal(rp.c.stdout)}); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range []string{keepJSON, rp.reportPath(rp.flags.json, b.Name)} {
 		if p != "" {
 			errs = append(errs, writeFile(p, func(w io.Writer) error {
 				abs, _ := filepath.Abs(filepath.Dir(p))
-				return board.WriteJSON(w, b.RelativeTo(abs))
+				return report.WriteJSON(w, b.RelativeTo(abs))
 			}))
 		}
 	}
@@ -114,21 +115,21 @@ func (rp *reporter) finish() error {
 	}
 	var md []byte // the Markdown at the full limit, shared by --md and the step summary
 	markdown := func(limit int) ([]byte, error) {
-		if limit == board.MarkdownLimit && md != nil {
+		if limit == report.MarkdownLimit && md != nil {
 			return md, nil
 		}
 		var buf bytes.Buffer
-		if err := board.WriteMarkdownBoards(&buf, rp.boards, board.MarkdownOptions{Limit: limit}); err != nil {
+		if err := report.WriteMarkdownBoards(&buf, rp.boards, report.MarkdownOptions{Limit: limit}); err != nil {
 			return nil, err
 		}
-		if limit == board.MarkdownLimit {
+		if limit == report.MarkdownLimit {
 			md = buf.Bytes()
 		}
 		return buf.Bytes(), nil
 	}
 	if p := rp.flags.md; p != "" {
 		errs = append(errs, writeFile(p, func(w io.Writer) error {
-			data, err := markdown(board.MarkdownLimit)
+			data, err := markdown(report.MarkdownLimit)
 			if err == nil {
 				_, err = w.Write(data)
 			}
@@ -162,16 +163,16 @@ func writeHTML(w io.Writer, path string, boards []*board.Board) error {
 		}
 		return os.ReadFile(p)
 	}
-	return board.WriteHTMLBoards(w, rel, board.HTMLOptions{ReadFile: read})
+	return report.WriteHTMLBoards(w, rel, report.HTMLOptions{ReadFile: read})
 }
 
 // appendStepSummary appends the Markdown report of every board to
 // GitHub's step summary, within what the 1 MiB limit leaves after what is
 // already there.
 func (rp *reporter) appendStepSummary(path string, markdown func(limit int) ([]byte, error)) error {
-	limit := board.MarkdownLimit
+	limit := report.MarkdownLimit
 	if fi, err := os.Stat(path); err == nil {
-		limit = min(limit, board.MarkdownLimit-int(fi.Size()))
+		limit = min(limit, report.MarkdownLimit-int(fi.Size()))
 	}
 	if limit < 4<<10 {
 		return fmt.Errorf("%s: the step summary is full; the boards' report was not added", path)

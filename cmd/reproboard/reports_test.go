@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/outcome"
+	"github.com/reproboard/reproboard/harness/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +26,7 @@ const chartSVG = `<?xml version="1.0" encoding="UTF-8"?>
 // board before it is written.
 func fixtureReports(t *testing.T, edit func(*board.Board)) (dir string, files []string) {
 	t.Helper()
-	cfg, err := board.Load(filepath.Join("..", "..", "harness", "board", "testdata", "board.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "harness", "board", "testdata", "board.yaml"))
 	require.NoError(t, err)
 	f, err := os.Open(filepath.Join("..", "..", "harness", "board", "testdata", "events", "board.jsonl"))
 	require.NoError(t, err)
@@ -50,7 +52,7 @@ func fixtureReports(t *testing.T, edit func(*board.Board)) (dir string, files []
 			edit(b)
 		}
 		p := filepath.Join(dir, bd.name+".json")
-		require.NoError(t, writeFile(p, func(w io.Writer) error { return board.WriteJSON(w, b) }))
+		require.NoError(t, writeFile(p, func(w io.Writer) error { return report.WriteJSON(w, b) }))
 		files = append(files, p)
 	}
 	return dir, files
@@ -97,7 +99,7 @@ func TestReportsOfTwoBoards(t *testing.T) {
 	rm := strings.Index(string(md), "\n### ✅ board bug-repro — exit 0\n")
 	require.Positive(t, gm)
 	require.Greater(t, rm, gm)
-	assert.Less(t, len(md), board.MarkdownLimit)
+	assert.Less(t, len(md), report.MarkdownLimit)
 	got, err := os.ReadFile(summary)
 	require.NoError(t, err)
 	assert.Equal(t, string(md), string(got), "the step summary gets the same document, once")
@@ -156,15 +158,15 @@ func TestMarkdownOfTwoBoardsWithHugeExcerptsStaysUnderTheLimit(t *testing.T) {
 	assert.Equal(t, 1, code, stderr)
 	md, err := os.ReadFile(mdPath)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, len(md), board.MarkdownLimit)
-	assert.Greater(t, len(md), board.MarkdownLimit*3/4, "the budget is used")
+	assert.LessOrEqual(t, len(md), report.MarkdownLimit)
+	assert.Greater(t, len(md), report.MarkdownLimit*3/4, "the budget is used")
 	assert.Contains(t, string(md), "\n### ❌ board guards — exit 1\n")
 	assert.Contains(t, string(md), "\n### ✅ board bug-repro — exit 0\n")
 	assert.Equal(t, 7, strings.Count(string(md), "<details>"), "every excerpt of both boards (2 and 5), cut to fit")
 
 	got, err := os.ReadFile(summary)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, len(got), board.MarkdownLimit, "what was there and the boards' document together")
+	assert.LessOrEqual(t, len(got), report.MarkdownLimit, "what was there and the boards' document together")
 	assert.True(t, strings.HasPrefix(string(got), "# an earlier step's summary\n## ❌ reproboard — exit 1"))
 	assert.Equal(t, 1, strings.Count(string(got), "## ❌ reproboard"), "once")
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
@@ -65,7 +66,7 @@ type Counts map[string]int
 type Options struct {
 	Board, Target  string
 	Gating, Strict bool
-	Platform       string // GOOS/GOARCH for known_red platforms; Platform() when empty
+	Platform       string // GOOS/GOARCH for known_red platforms; config.Platform() when empty
 	Shard          string
 	// Expected lists the sections a dry run found for this run (this
 	// shard's only); those that never ran are reported as a problem.
@@ -74,9 +75,9 @@ type Options struct {
 
 // Classify turns a run's results into a board: every executed section gets
 // its outcome, known_red entries are applied, and the exit code computed.
-func Classify(res *Results, known []*KnownRed, opts Options) *Board {
+func Classify(res *Results, known []*config.KnownRed, opts Options) *Board {
 	if opts.Platform == "" {
-		opts.Platform = Platform()
+		opts.Platform = config.Platform()
 	}
 	b := &Board{
 		Schema: Schema, Name: opts.Board, Target: opts.Target,
@@ -139,7 +140,7 @@ func notRun(res *Results, expected []string) (Problem, bool) {
 // applies to platform: RED whose output matches the entry's signature is
 // KNOWN-RED; RED that does not match stays RED (the bug changed); GREEN is
 // FIXED.
-func ClassifySection(r SectionResult, known []*KnownRed, platform string) Section {
+func ClassifySection(r SectionResult, known []*config.KnownRed, platform string) Section {
 	s := Section{
 		Package:   r.Package,
 		Test:      r.Test,
@@ -182,18 +183,18 @@ func ClassifySection(r SectionResult, known []*KnownRed, platform string) Sectio
 		if s.Reason == "" {
 			s.Reason = failureReason(r)
 		}
-		s.Excerpt = tailExcerpt(r.Output, excerpt.DefaultLimit)
+		s.Excerpt = excerpt.OfTail(r.Output, excerpt.DefaultLimit)
 	}
 	if bs := r.Attrs[outcome.AttrBackstop]; bs != "" {
 		// Said on every outcome: a green section that left a daemon behind
 		// passed only because the backstop cleaned up after it.
 		s.Reason = strings.TrimPrefix(s.Reason+"; backstop "+bs, "; ")
 	}
-	s.Reason = oneLine(s.Reason, 300)
+	s.Reason = excerpt.OneLine(s.Reason, 300)
 	return s
 }
 
-func entryFor(known []*KnownRed, test, platform string) *KnownRed {
+func entryFor(known []*config.KnownRed, test, platform string) *config.KnownRed {
 	for _, k := range known {
 		if k.Test == test && k.AppliesTo(platform) {
 			return k
@@ -205,7 +206,7 @@ func entryFor(known []*KnownRed, test, platform string) *KnownRed {
 // signatureMatches matches the pinned signature against the section's
 // failure output, and against its reason and measure attributes, which a
 // repro may record instead of printing.
-func signatureMatches(k *KnownRed, r SectionResult) bool {
+func signatureMatches(k *config.KnownRed, r SectionResult) bool {
 	if k.Signature == nil {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,9 +19,9 @@ func mustRE(t *testing.T, s string) *regexp.Regexp {
 	return re
 }
 
-func fixtureKnown(t *testing.T) []*KnownRed {
+func fixtureKnown(t *testing.T) []*config.KnownRed {
 	t.Helper()
-	cfg, err := Load("testdata/board.yaml")
+	cfg, err := config.Load("testdata/board.yaml")
 	require.NoError(t, err)
 	return cfg.KnownRed
 }
@@ -218,13 +219,13 @@ func TestClassifyNamesBackstopCleanup(t *testing.T) {
 		outcome.AttrOutcome:  "GREEN",
 		outcome.AttrBackstop: "stopped left-over processes: pid 4242",
 	}}
-	s := ClassifySection(r, nil, Platform())
+	s := ClassifySection(r, nil, config.Platform())
 	assert.Equal(t, outcome.Green, s.Outcome)
 	assert.Equal(t, "backstop stopped left-over processes: pid 4242", s.Reason)
 
 	r.Action = "fail"
 	r.Attrs[outcome.AttrReason] = "storm of 6 failed"
-	s = ClassifySection(r, nil, Platform())
+	s = ClassifySection(r, nil, config.Platform())
 	assert.Equal(t, outcome.Red, s.Outcome)
 	assert.Equal(t, "storm of 6 failed; backstop stopped left-over processes: pid 4242", s.Reason)
 }

@@ -1,14 +1,14 @@
-// Package board is the board model of reproboard: boards.yaml, and the
-// pipeline that turns a `go test -json` run into a classified board and
-// its reports. Each step is a plain function over plain data, testable
-// without starting a process:
+// Package board is the board model of reproboard: the pipeline that turns
+// a `go test -json` run into a classified board. Each step is a plain
+// function over plain data, testable without starting a process:
 //
-//	Load/Parse         boards.yaml  -> *Config (strictly validated, file:line:col errors)
 //	Collect/Collector  go test -json events -> *Results (sections, problems)
 //	Classify           *Results + known_red -> *Board (outcomes, exit code)
 //	Merge              shard *Boards -> *Board
-//	WriteTerminal, WriteJSON/ReadJSON, WriteMarkdown, WriteHTML, WriteJUnitEvents
-//	WriteMarkdownBoards, WriteHTMLBoards  several boards -> one document, one page (Overall)
+//	Overall            several boards -> one exit code and why
+//
+// boards.yaml is read by package config; the reports (terminal, JSON,
+// Markdown, HTML) are written by package report.
 //
 // A section is identified by its Go package import path and its full test
 // name (TestRepro/issue581, as go test -json prints it). known_red entries

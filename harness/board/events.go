@@ -418,13 +418,13 @@ func firstError(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		l := strings.TrimSpace(line)
 		if strings.HasPrefix(l, "panic: ") || errorLineRE.MatchString(l) {
-			return oneLine(l, 200)
+			return excerpt.OneLine(l, 200)
 		}
 	}
 	for _, line := range strings.Split(out, "\n") {
 		l := strings.TrimSpace(line)
 		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "...(") && l != "FAIL" && !strings.HasPrefix(l, "FAIL\t") {
-			return oneLine(l, 200)
+			return excerpt.OneLine(l, 200)
 		}
 	}
 	return "no message (see the excerpt)"
@@ -439,20 +439,20 @@ func failureLine(out string) string {
 	lines := strings.Split(out, "\n")
 	for _, line := range lines {
 		if l := strings.TrimSpace(line); strings.HasPrefix(l, "panic: ") {
-			return oneLine(l, 200)
+			return excerpt.OneLine(l, 200)
 		}
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "FAIL: ") {
-			return oneLine(l, 200)
+			return excerpt.OneLine(l, 200)
 		}
 	}
 	if l := lastLogged(lines); l != "" {
-		return oneLine(l, 200)
+		return excerpt.OneLine(l, 200)
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && l != "FAIL" && !strings.HasPrefix(l, "...(") {
-			return oneLine(l, 200)
+			return excerpt.OneLine(l, 200)
 		}
 	}
 	return "failed without a message (see the excerpt)"

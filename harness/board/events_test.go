@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reproboard/reproboard/harness/config"
+	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -130,7 +132,7 @@ func TestOutputIsBoundedToItsTail(t *testing.T) {
 	c.Add(Event{Action: "output", Package: "p", Test: "TestBig", Output: "the cause\n"})
 	s := c.Add(Event{Action: "fail", Package: "p", Test: "TestBig"})
 	require.NotNil(t, s)
-	elided, body := splitElided(s.Output)
+	elided, body := excerpt.SplitElided(s.Output)
 	assert.Len(t, body, OutputLimit)
 	assert.Equal(t, int64(200*1024+10-OutputLimit), elided)
 	assert.True(t, strings.HasSuffix(s.Output, "the cause\n"))
@@ -193,7 +195,7 @@ func TestParent(t *testing.T) {
 	assert.Contains(t, res.Problems[0].Message, "package example.com/fixture/broken did not build: ")
 	assert.Contains(t, res.Problems[0].Message, "undefined: undefinedThing")
 
-	known := []*KnownRed{{Test: "TestParent/bad_one", Issue: 9, Reason: "r", Signature: mustRE(t, "verdict=RED")}}
+	known := []*config.KnownRed{{Test: "TestParent/bad_one", Issue: 9, Reason: "r", Signature: mustRE(t, "verdict=RED")}}
 	b := Classify(res, known, Options{Board: "fixture", Gating: true, Platform: "linux/amd64"})
 	got := map[string]string{}
 	for _, s := range b.Sections {

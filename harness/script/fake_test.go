@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/section"
 	"github.com/reproboard/reproboard/harness/target"
 )
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 
 func fakeTarget() *target.Target {
 	return &target.Target{
-		Target: &board.Target{Name: "fake", CacheVar: "FAKE_CACHE", RuntimeVar: "FAKE_RUNTIME",
+		Target: &config.Target{Name: "fake", CacheVar: "FAKE_CACHE", RuntimeVar: "FAKE_RUNTIME",
 			Log: "logs/fake.log", Env: map[string]string{"FAKE_TARGET": "1"}},
 		Path: os.Args[0],
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/reproboard/reproboard/harness/section"
@@ -264,7 +264,7 @@ func condition(p Params) func(string) (bool, error) {
 		if err != nil {
 			return "", err
 		}
-		cfg, err := board.Load(path)
+		cfg, err := config.Load(path)
 		if err != nil {
 			return "", err
 		}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // Target is a resolved profile.
 type Target struct {
-	*board.Target
+	*config.Target
 	Path string // absolute path of the binary
 }
 
@@ -83,7 +83,7 @@ func FindConfig() (string, error) {
 }
 
 // Name is the profile the environment asks for, or the default.
-func Name(cfg *board.Config) string {
+func Name(cfg *config.Config) string {
 	if n := os.Getenv(NameEnv); n != "" {
 		return n
 	}
@@ -105,7 +105,7 @@ func Resolve(binDir string) (*Target, error) {
 	if err != nil {
 		return nil, &SetupError{err}
 	}
-	cfg, err := board.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, &SetupError{err}
 	}
@@ -128,7 +128,7 @@ func Resolve(binDir string) (*Target, error) {
 	return t, nil
 }
 
-func resolve(cfg *board.Config, name, root, binDir string) (*Target, error) {
+func resolve(cfg *config.Config, name, root, binDir string) (*Target, error) {
 	prof := cfg.Target(name)
 	if prof == nil {
 		var names []string

@@ -5,18 +5,17 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/reproboard/reproboard/harness/board"
 )
 
-func config(t *testing.T, yaml string) *board.Config {
+func loadProfiles(t *testing.T, yaml string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "boards.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(yaml), 0o644))
-	cfg, err := board.Load(p)
+	cfg, err := config.Load(p)
 	require.NoError(t, err)
 	return cfg
 }
@@ -43,7 +42,7 @@ boards:
 `
 
 func TestMissingBinariesSayWhy(t *testing.T) {
-	cfg := config(t, profiles)
+	cfg := loadProfiles(t, profiles)
 	root := filepath.Dir(cfg.Path)
 	cases := map[string]string{
 		"fromenv": "target fromenv: its binary comes from $REPROBOARD_TEST_NO_SUCH_VAR, which is not set",
@@ -60,7 +59,7 @@ func TestMissingBinariesSayWhy(t *testing.T) {
 }
 
 func TestBinaryFromEnvironmentAndOverride(t *testing.T) {
-	cfg := config(t, profiles)
+	cfg := loadProfiles(t, profiles)
 	root := filepath.Dir(cfg.Path)
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -77,7 +76,7 @@ func TestBinaryFromEnvironmentAndOverride(t *testing.T) {
 }
 
 func TestNotExecutable(t *testing.T) {
-	cfg := config(t, profiles)
+	cfg := loadProfiles(t, profiles)
 	root := filepath.Dir(cfg.Path)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bin/not-there"), []byte("text"), 0o644))
@@ -86,7 +85,7 @@ func TestNotExecutable(t *testing.T) {
 }
 
 func TestNameDefaultsToTheFirstBoardsTarget(t *testing.T) {
-	cfg := config(t, profiles)
+	cfg := loadProfiles(t, profiles)
 	t.Setenv(NameEnv, "")
 	assert.Equal(t, "fromenv", Name(cfg))
 	t.Setenv(NameEnv, "broken")
@@ -94,7 +93,7 @@ func TestNameDefaultsToTheFirstBoardsTarget(t *testing.T) {
 }
 
 func TestResolveReportsSetupErrors(t *testing.T) {
-	cfg := config(t, profiles)
+	cfg := loadProfiles(t, profiles)
 	t.Setenv(ConfigEnv, cfg.Path)
 	t.Setenv(NameEnv, "fromenv")
 	t.Setenv(BinaryEnv, "")

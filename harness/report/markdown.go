@@ -1,4 +1,4 @@
-package board
+package report
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -24,8 +26,8 @@ type MarkdownOptions struct {
 // exit code, a table, then each non-GREEN section's excerpt in <details>.
 // The report always fits Limit: excerpts share what the tables leave, each
 // cut to its tail, and past half the limit table rows are summarised.
-func WriteMarkdown(w io.Writer, b *Board, opts MarkdownOptions) error {
-	return WriteMarkdownBoards(w, []*Board{b}, opts)
+func WriteMarkdown(w io.Writer, b *board.Board, opts MarkdownOptions) error {
+	return WriteMarkdownBoards(w, []*board.Board{b}, opts)
 }
 
 // WriteMarkdownBoards writes boards run together as one document: with
@@ -34,7 +36,7 @@ func WriteMarkdown(w io.Writer, b *Board, opts MarkdownOptions) error {
 // whole document fits Limit: the tables share half of it and the excerpts
 // of all boards share what is left, so boards with huge outputs are cut
 // first and a small excerpt is shown whole.
-func WriteMarkdownBoards(w io.Writer, boards []*Board, opts MarkdownOptions) error {
+func WriteMarkdownBoards(w io.Writer, boards []*board.Board, opts MarkdownOptions) error {
 	if len(boards) == 0 {
 		return fmt.Errorf("no board to report")
 	}
@@ -47,12 +49,12 @@ func WriteMarkdownBoards(w io.Writer, boards []*Board, opts MarkdownOptions) err
 	level := "##"
 	if multi {
 		level = "###"
-		code, reason := Overall(boards)
-		fmt.Fprintf(&head, "## %s reproboard — exit %d (%s)\n\n%s.\n\n", exitIcon(code), code, ExitMeaning(code), mdText(reason))
+		code, reason := board.Overall(boards)
+		fmt.Fprintf(&head, "## %s reproboard — exit %d (%s)\n\n%s.\n\n", exitIcon(code), code, board.ExitMeaning(code), mdText(reason))
 		head.WriteString("| board | kind | exit | sections | why |\n|---|---|---|---|---|\n")
 		for _, b := range boards {
 			fmt.Fprintf(&head, "| %s %s | %s | %d | %s | %s |\n", exitIcon(b.ExitCode), mdText(b.Name), gatingWord(b.Gating),
-				b.ExitCode, mdText(CountsLine(b.Counts)), mdText(oneLine(b.ExitReason, 300)))
+				b.ExitCode, mdText(CountsLine(b.Counts)), mdText(excerpt.OneLine(b.ExitReason, 300)))
 		}
 	}
 
@@ -84,22 +86,22 @@ func WriteMarkdownBoards(w io.Writer, boards []*Board, opts MarkdownOptions) err
 		multiPkg := packageCount(b) > 1
 		for _, s := range b.Sections {
 			mb.rows = append(mb.rows, fmt.Sprintf("| %s | %s | %s | `%s` | %s |\n", mdOutcome(s.Outcome), mdIssue(s.Issue),
-				formatSeconds(s.Duration), mdCode(sectionLabel(s, multiPkg)), mdText(oneLine(s.Reason, 200))))
+				formatSeconds(s.Duration), mdCode(sectionLabel(s, multiPkg)), mdText(excerpt.OneLine(s.Reason, 200))))
 		}
 		for _, p := range b.Problems {
-			fmt.Fprintf(&mb.tail, "\n**PROBLEM %s**: %s\n", mdText(p.Kind), mdText(oneLine(p.Message, 500)))
+			fmt.Fprintf(&mb.tail, "\n**PROBLEM %s**: %s\n", mdText(p.Kind), mdText(excerpt.OneLine(p.Message, 500)))
 		}
 		if len(b.Skipped) > 0 {
 			fmt.Fprintf(&mb.tail, "\n%d section(s) skipped, not counted.\n", len(b.Skipped))
 		}
 		for _, s := range b.Sections {
 			if s.Outcome != outcome.Green && s.Excerpt != "" {
-				mb.blocks = append(mb.blocks, &block{summary: fmt.Sprintf("%s %s: %s", s.Outcome, sectionLabel(s, multiPkg), oneLine(s.Reason, 200)), text: s.Excerpt})
+				mb.blocks = append(mb.blocks, &block{summary: fmt.Sprintf("%s %s: %s", s.Outcome, sectionLabel(s, multiPkg), excerpt.OneLine(s.Reason, 200)), text: s.Excerpt})
 			}
 		}
 		for _, p := range b.Problems {
 			if p.Excerpt != "" {
-				mb.blocks = append(mb.blocks, &block{summary: "PROBLEM " + oneLine(p.Message, 200), text: p.Excerpt})
+				mb.blocks = append(mb.blocks, &block{summary: "PROBLEM " + excerpt.OneLine(p.Message, 200), text: p.Excerpt})
 			}
 		}
 		fixed += mb.top.Len() + mb.tail.Len() + len(fmt.Sprintf(moreRow, len(b.Sections)))
@@ -183,7 +185,7 @@ func WriteMarkdownBoards(w io.Writer, boards []*Board, opts MarkdownOptions) err
 				buf.WriteString(leftOut(bl))
 				continue
 			}
-			text := strings.TrimRight(tailExcerpt(bl.text, bl.size), "\n")
+			text := strings.TrimRight(excerpt.OfTail(bl.text, bl.size), "\n")
 			if longestRun(text, '`') > 15 { // a fence longer than the text it guards
 				text = strings.ReplaceAll(text, "`", "'")
 			}

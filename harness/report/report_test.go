@@ -1,4 +1,4 @@
-package board
+package report
 
 import (
 	"bytes"
@@ -15,21 +15,23 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func fixtureBoard(t *testing.T, opts Options) *Board {
+func fixtureBoard(t *testing.T, opts board.Options) *board.Board {
 	t.Helper()
 	if opts.Board == "" {
-		opts = Options{Board: "bug-repro", Target: "demod", Gating: false, Platform: "linux/amd64"}
+		opts = board.Options{Board: "bug-repro", Target: "demod", Gating: false, Platform: "linux/amd64"}
 	}
-	return Classify(collectFile(t, "board.jsonl"), fixtureKnown(t), opts)
+	return board.Classify(collectFile(t, "board.jsonl"), fixtureKnown(t), opts)
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	b := fixtureBoard(t, Options{})
+	b := fixtureBoard(t, board.Options{})
 	var buf bytes.Buffer
 	require.NoError(t, WriteJSON(&buf, b))
 
@@ -63,15 +65,15 @@ func TestReadJSONRejectsOtherSchemas(t *testing.T) {
 // message, and parents and packages fail only if one of their sections did.
 func shardStream(t *testing.T, data []byte, k, n int) []byte {
 	t.Helper()
-	res, err := Collect(bytes.NewReader(data))
+	res, err := board.Collect(bytes.NewReader(data))
 	require.NoError(t, err)
 	leaf := map[testKey]bool{}
 	for _, s := range res.Sections {
 		leaf[testKey{s.Package, s.Test}] = true
 	}
-	var events []Event
+	var events []board.Event
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		e, err := ParseEvent(line)
+		e, err := board.ParseEvent(line)
 		require.NoError(t, err)
 		events = append(events, e)
 	}
@@ -96,9 +98,9 @@ func shardStream(t *testing.T, data []byte, k, n int) []byte {
 			case "run":
 				require.NoError(t, enc.Encode(e))
 				msg := fmt.Sprintf("    section.go:1: reproboard shard %d/%d: section belongs to another shard\n", k, n)
-				require.NoError(t, enc.Encode(Event{Time: e.Time, Action: "output", Package: e.Package, Test: e.Test, Output: msg}))
+				require.NoError(t, enc.Encode(board.Event{Time: e.Time, Action: "output", Package: e.Package, Test: e.Test, Output: msg}))
 			case "pass", "fail", "skip":
-				require.NoError(t, enc.Encode(Event{Time: e.Time, Action: "skip", Package: e.Package, Test: e.Test}))
+				require.NoError(t, enc.Encode(board.Event{Time: e.Time, Action: "skip", Package: e.Package, Test: e.Test}))
 			}
 		case !leaf[key] && (e.Action == "pass" || e.Action == "fail"):
 			e.Action = "pass"
@@ -114,20 +116,20 @@ func shardStream(t *testing.T, data []byte, k, n int) []byte {
 }
 
 func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
-	data, err := os.ReadFile("testdata/events/board.jsonl")
+	data, err := os.ReadFile(filepath.Join(fixtures, "events", "board.jsonl"))
 	require.NoError(t, err)
 	known := fixtureKnown(t)
 	for _, gating := range []bool{true, false} {
-		opts := Options{Board: "b", Target: "demod", Gating: gating, Platform: "linux/amd64"}
-		whole := Classify(collectFile(t, "board.jsonl"), known, opts)
+		opts := board.Options{Board: "b", Target: "demod", Gating: gating, Platform: "linux/amd64"}
+		whole := board.Classify(collectFile(t, "board.jsonl"), known, opts)
 
-		var parts []*Board
+		var parts []*board.Board
 		for k := 1; k <= 2; k++ {
-			res, err := Collect(bytes.NewReader(shardStream(t, data, k, 2)))
+			res, err := board.Collect(bytes.NewReader(shardStream(t, data, k, 2)))
 			require.NoError(t, err)
 			o := opts
 			o.Shard = fmt.Sprintf("%d/2", k)
-			shard := Classify(res, known, o)
+			shard := board.Classify(res, known, o)
 			require.NotEmpty(t, shard.Sections, "shard %d/2 of the fixture is empty: the test proves nothing", k)
 			require.Less(t, len(shard.Sections), len(whole.Sections))
 			var buf bytes.Buffer
@@ -136,7 +138,7 @@ func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
 			require.NoError(t, err)
 			parts = append(parts, back)
 		}
-		merged, err := Merge(parts, []string{"shard1.json", "shard2.json"})
+		merged, err := board.Merge(parts, []string{"shard1.json", "shard2.json"})
 		require.NoError(t, err)
 		assert.Equal(t, whole.Sections, merged.Sections)
 		assert.Equal(t, whole.Skipped, merged.Skipped)
@@ -148,20 +150,20 @@ func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
 }
 
 func TestMergeRefusesOverlapAndMixedBoards(t *testing.T) {
-	a := fixtureBoard(t, Options{})
-	_, err := Merge([]*Board{a, a}, []string{"a.json", "b.json"})
+	a := fixtureBoard(t, board.Options{})
+	_, err := board.Merge([]*board.Board{a, a}, []string{"a.json", "b.json"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is in both a.json and b.json: the shards overlap")
 
 	other := *a
 	other.Name = "guards"
-	_, err = Merge([]*Board{a, &other}, []string{"a.json", "g.json"})
+	_, err = board.Merge([]*board.Board{a, &other}, []string{"a.json", "g.json"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `merge the shards of one board at a time`)
 }
 
 func TestTerminalReport(t *testing.T) {
-	b := fixtureBoard(t, Options{})
+	b := fixtureBoard(t, board.Options{})
 	var buf bytes.Buffer
 	require.NoError(t, WriteTerminal(&buf, b, TerminalOptions{}))
 	out := buf.String()
@@ -181,22 +183,22 @@ func TestTerminalReport(t *testing.T) {
 
 func TestExcerptsAreTailsThatNeverSplitARune(t *testing.T) {
 	out := "first line\n" + strings.Repeat("é", 3000) + "\nthe cause\n"
-	s := ClassifySection(SectionResult{Package: "p", Test: "TestX", Action: "fail", Output: out}, nil, "linux/amd64")
+	s := board.ClassifySection(board.SectionResult{Package: "p", Test: "TestX", Action: "fail", Output: out}, nil, "linux/amd64")
 	require.True(t, utf8.ValidString(s.Excerpt))
-	elided, body := splitElided(s.Excerpt)
+	elided, body := excerpt.SplitElided(s.Excerpt)
 	assert.LessOrEqual(t, len(body), 1500)
 	assert.Equal(t, int64(len(out)-len(body)), elided)
 	assert.True(t, strings.HasSuffix(s.Excerpt, "the cause\n"))
 	assert.True(t, strings.HasPrefix(s.Excerpt, fmt.Sprintf("...(%d chars elided)...\n", elided)))
 
 	// An output already cut by the collector keeps counting what it lost.
-	s = ClassifySection(SectionResult{Test: "TestY", Action: "fail", Output: "...(100000 chars elided)...\n" + strings.Repeat("x", 2000)}, nil, "")
-	elided, _ = splitElided(s.Excerpt)
+	s = board.ClassifySection(board.SectionResult{Test: "TestY", Action: "fail", Output: "...(100000 chars elided)...\n" + strings.Repeat("x", 2000)}, nil, "")
+	elided, _ = excerpt.SplitElided(s.Excerpt)
 	assert.Equal(t, int64(100500), elided)
 }
 
 func TestMarkdownReport(t *testing.T) {
-	b := fixtureBoard(t, Options{})
+	b := fixtureBoard(t, board.Options{})
 	var buf bytes.Buffer
 	require.NoError(t, WriteMarkdown(&buf, b, MarkdownOptions{}))
 	md := buf.String()
@@ -208,11 +210,11 @@ func TestMarkdownReport(t *testing.T) {
 }
 
 func TestMarkdownStaysUnderOneMiB(t *testing.T) {
-	b := &Board{Schema: Schema, Name: "huge", Target: "demod", Gating: true, Platform: "linux/amd64"}
+	b := &board.Board{Schema: board.Schema, Name: "huge", Target: "demod", Gating: true, Platform: "linux/amd64"}
 	huge := strings.Repeat("a line of output with | pipes and <tags> and ``` fences\n", 1<<20/56+1) // 1 MiB
 	require.GreaterOrEqual(t, len(huge), 1<<20)
 	for i := range 50 {
-		b.Sections = append(b.Sections, Section{
+		b.Sections = append(b.Sections, board.Section{
 			Package: "example.com/p", Test: fmt.Sprintf("TestHuge/%02d", i), Outcome: outcome.Red,
 			Reason: strings.Repeat("why ", 1000), Excerpt: huge, Artifacts: map[string]string{},
 		})
@@ -233,7 +235,7 @@ const chartSVG = `<?xml version="1.0" encoding="UTF-8"?>
 `
 
 func TestHTMLReportIsSelfContainedWithInlineCharts(t *testing.T) {
-	b := fixtureBoard(t, Options{})
+	b := fixtureBoard(t, board.Options{})
 	for i := range b.Sections {
 		switch b.Sections[i].Test {
 		case "TestRepro/issue600":
@@ -303,16 +305,16 @@ func TestHTMLReportIsSelfContainedWithInlineCharts(t *testing.T) {
 }
 
 func TestWriteJUnitEventsDropsOtherShardsSections(t *testing.T) {
-	data, err := os.ReadFile("testdata/events/board.jsonl")
+	data, err := os.ReadFile(filepath.Join(fixtures, "events", "board.jsonl"))
 	require.NoError(t, err)
 	s1, s2 := shardStream(t, data, 1, 2), shardStream(t, data, 2, 2)
 	var buf bytes.Buffer
-	require.NoError(t, WriteJUnitEvents(&buf, bytes.NewReader(s1), bytes.NewReader(s2)))
+	require.NoError(t, board.WriteJUnitEvents(&buf, bytes.NewReader(s1), bytes.NewReader(s2)))
 	assert.NotContains(t, buf.String(), "reproboard shard")
 
 	ends := map[string][]string{} // test -> its terminal actions
 	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-		e, err := ParseEvent(line)
+		e, err := board.ParseEvent(line)
 		require.NoError(t, err)
 		if e.Test != "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
 			ends[e.Test] = append(ends[e.Test], e.Action)
@@ -325,7 +327,7 @@ func TestWriteJUnitEventsDropsOtherShardsSections(t *testing.T) {
 
 func TestRelativePathsTravelWithTheReport(t *testing.T) {
 	dir := t.TempDir()
-	b := &Board{Schema: Schema, Events: filepath.Join(dir, "guards.events.jsonl"), Sections: []Section{{
+	b := &board.Board{Schema: board.Schema, Events: filepath.Join(dir, "guards.events.jsonl"), Sections: []board.Section{{
 		Test: "TestA", Outcome: outcome.Red,
 		Artifacts: map[string]string{"chart": filepath.Join(dir, "artifacts", "a.svg"), "elsewhere": "/var/x.json"},
 	}}}
@@ -344,11 +346,11 @@ func TestRelativePathsTravelWithTheReport(t *testing.T) {
 // twoBoards classifies the fixture run as the two boards of
 // testdata/board.yaml: the guards package on a gating board (exit 1: an
 // INCONCLUSIVE section), the repro package on a non-gating one (exit 0).
-func twoBoards(t *testing.T) []*Board {
+func twoBoards(t *testing.T) []*board.Board {
 	t.Helper()
 	res := collectFile(t, "board.jsonl")
-	of := func(pkg string) *Results {
-		out := &Results{Sections: []SectionResult{}}
+	of := func(pkg string) *board.Results {
+		out := &board.Results{Sections: []board.SectionResult{}}
 		for _, s := range res.Sections {
 			if s.Package == pkg {
 				out.Sections = append(out.Sections, s)
@@ -357,11 +359,11 @@ func twoBoards(t *testing.T) []*Board {
 		return out
 	}
 	known := fixtureKnown(t)
-	guards := Classify(of("example.com/app/guards"), known, Options{Board: "guards", Target: "demod", Gating: true, Platform: "linux/amd64"})
-	repro := Classify(of("example.com/app/repro"), known, Options{Board: "bug-repro", Target: "demod", Platform: "linux/amd64"})
+	guards := board.Classify(of("example.com/app/guards"), known, board.Options{Board: "guards", Target: "demod", Gating: true, Platform: "linux/amd64"})
+	repro := board.Classify(of("example.com/app/repro"), known, board.Options{Board: "bug-repro", Target: "demod", Platform: "linux/amd64"})
 	require.Equal(t, 1, guards.ExitCode)
 	require.Equal(t, 0, repro.ExitCode)
-	return []*Board{guards, repro}
+	return []*board.Board{guards, repro}
 }
 
 // xhtml parses page as strict XML, failing t unless it is well-formed,
@@ -451,7 +453,7 @@ func TestHTMLReportOfSeveralBoardsIsOnePage(t *testing.T) {
 func TestHTMLReportOfOneBoardKeepsItsLayout(t *testing.T) {
 	b := twoBoards(t)[1]
 	var one, single bytes.Buffer
-	require.NoError(t, WriteHTMLBoards(&one, []*Board{b}, HTMLOptions{ReadFile: os.ReadFile}))
+	require.NoError(t, WriteHTMLBoards(&one, []*board.Board{b}, HTMLOptions{ReadFile: os.ReadFile}))
 	require.NoError(t, WriteHTML(&single, b, HTMLOptions{ReadFile: os.ReadFile}))
 	assert.Equal(t, single.String(), one.String())
 	page := one.String()
@@ -482,10 +484,10 @@ func TestMarkdownOfSeveralBoards(t *testing.T) {
 
 func TestMarkdownOfSeveralBoardsStaysUnderOneMiBInAll(t *testing.T) {
 	huge := strings.Repeat("a line of output with | pipes and <tags> and ``` fences\n", 1<<20/56+1) // 1 MiB
-	hugeBoard := func(name string, n int) *Board {
-		b := &Board{Schema: Schema, Name: name, Target: "demod", Gating: true, Platform: "linux/amd64"}
+	hugeBoard := func(name string, n int) *board.Board {
+		b := &board.Board{Schema: board.Schema, Name: name, Target: "demod", Gating: true, Platform: "linux/amd64"}
 		for i := range n {
-			b.Sections = append(b.Sections, Section{
+			b.Sections = append(b.Sections, board.Section{
 				Package: "example.com/p", Test: fmt.Sprintf("TestHuge/%s-%02d", name, i), Outcome: outcome.Red,
 				Reason: strings.Repeat("why ", 1000), Excerpt: huge, Artifacts: map[string]string{},
 			})
@@ -493,11 +495,11 @@ func TestMarkdownOfSeveralBoardsStaysUnderOneMiBInAll(t *testing.T) {
 		b.Score()
 		return b
 	}
-	small := &Board{Schema: Schema, Name: "small", Target: "demod", Platform: "linux/amd64", Sections: []Section{{
+	small := &board.Board{Schema: board.Schema, Name: "small", Target: "demod", Platform: "linux/amd64", Sections: []board.Section{{
 		Package: "example.com/p", Test: "TestSmall", Outcome: outcome.Red, Excerpt: "a short excerpt, shown whole\n", Artifacts: map[string]string{},
 	}}}
 	small.Score()
-	boards := []*Board{hugeBoard("first", 40), small, hugeBoard("second", 25)}
+	boards := []*board.Board{hugeBoard("first", 40), small, hugeBoard("second", 25)}
 
 	for _, limit := range []int{0, 256 << 10} {
 		var buf bytes.Buffer
@@ -540,21 +542,21 @@ func TestShareOut(t *testing.T) {
 
 func TestOverall(t *testing.T) {
 	boards := twoBoards(t)
-	code, reason := Overall(boards)
+	code, reason := board.Overall(boards)
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "regression on board guards", reason)
 
 	setup := *boards[0]
 	setup.Name, setup.ExitCode = "broken", 2
-	code, reason = Overall([]*Board{boards[1], &setup})
+	code, reason = board.Overall([]*board.Board{boards[1], &setup})
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "setup failure on board broken: nothing regressed, but not everything was verified", reason)
 
-	code, reason = Overall(boards[1:])
+	code, reason = board.Overall(boards[1:])
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "ok: nothing regressed on any board; known-red sections now pass on board bug-repro: FIXED, promote them", reason)
 
-	assert.Equal(t, 1, CombineExit([]int{2, 1, 0}))
-	assert.Equal(t, 2, CombineExit([]int{0, 2}))
-	assert.Equal(t, 0, CombineExit(nil))
+	assert.Equal(t, 1, board.CombineExit([]int{2, 1, 0}))
+	assert.Equal(t, 2, board.CombineExit([]int{0, 2}))
+	assert.Equal(t, 0, board.CombineExit(nil))
 }

@@ -1,4 +1,4 @@
-package board
+package report
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -33,15 +34,15 @@ const maxChart = 4 << 20
 // embedded as base64 data: images, and only when they parse as XML with an
 // <svg> root: an SVG shown through <img> cannot run scripts, so the page
 // stays inert whatever a test wrote. The page is also well-formed XML.
-func WriteHTML(w io.Writer, b *Board, opts HTMLOptions) error {
-	return WriteHTMLBoards(w, []*Board{b}, opts)
+func WriteHTML(w io.Writer, b *board.Board, opts HTMLOptions) error {
+	return WriteHTMLBoards(w, []*board.Board{b}, opts)
 }
 
 // WriteHTMLBoards writes one self-contained page for boards run together,
 // in their order: an overall header (the combined exit code, what it
 // means, each board's exit code and counts), then each board's section as
 // WriteHTML shows it. With one board it is WriteHTML's page.
-func WriteHTMLBoards(w io.Writer, boards []*Board, opts HTMLOptions) error {
+func WriteHTMLBoards(w io.Writer, boards []*board.Board, opts HTMLOptions) error {
 	if len(boards) == 0 {
 		return fmt.Errorf("no board to report")
 	}
@@ -51,8 +52,8 @@ func WriteHTMLBoards(w io.Writer, boards []*Board, opts HTMLOptions) error {
 	}
 	multi := len(boards) > 1
 	p := htmlPage{Multi: multi}
-	p.ExitCode, p.ExitReason = Overall(boards)
-	p.Meaning = ExitMeaning(p.ExitCode)
+	p.ExitCode, p.ExitReason = board.Overall(boards)
+	p.Meaning = board.ExitMeaning(p.ExitCode)
 	if multi {
 		var names []string
 		for _, b := range boards {
@@ -64,7 +65,7 @@ func WriteHTMLBoards(w io.Writer, boards []*Board, opts HTMLOptions) error {
 	}
 	for i, b := range boards {
 		hb := htmlBoard{B: b, Sub: multi, Gating: gatingWord(b.Gating), Counts: CountsLine(b.Counts),
-			Chips: chips(b.Counts), Meaning: ExitMeaning(b.ExitCode)}
+			Chips: chips(b.Counts), Meaning: board.ExitMeaning(b.ExitCode)}
 		prefix := ""
 		if multi {
 			hb.ID = fmt.Sprintf("b%d", i+1)
@@ -89,7 +90,7 @@ type htmlPage struct {
 }
 
 type htmlBoard struct {
-	B       *Board
+	B       *board.Board
 	ID      string // the board section's anchor; "" on a one-board page
 	Sub     bool   // a section of a several-board page: headings one level down
 	Gating  string
@@ -105,7 +106,7 @@ type chip struct {
 }
 
 // chips are the non-zero counts, one per outcome, in outcome order.
-func chips(c Counts) []chip {
+func chips(c board.Counts) []chip {
 	var out []chip
 	for _, o := range outcome.All {
 		if n := c[string(o)]; n > 0 {
@@ -121,7 +122,7 @@ type htmlChart struct {
 }
 
 type htmlRow struct {
-	Section
+	board.Section
 	Label, Anchor, Dur string
 	Detail             bool
 	Measures           []string
@@ -130,7 +131,7 @@ type htmlRow struct {
 	Others             [][2]string
 }
 
-func htmlRowFor(s Section, label, anchor string, read func(string) ([]byte, error)) htmlRow {
+func htmlRowFor(s board.Section, label, anchor string, read func(string) ([]byte, error)) htmlRow {
 	r := htmlRow{Section: s, Label: label, Anchor: anchor, Dur: formatSeconds(s.Duration), Measures: measureLines(s.Measure)}
 	for _, k := range sortedKeys(s.Artifacts) {
 		p := s.Artifacts[k]

@@ -1,52 +1,12 @@
 package board
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/reproboard/reproboard/harness/outcome"
 )
-
-// WriteJSON writes the board in its versioned JSON form (Schema).
-func WriteJSON(w io.Writer, b *Board) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(b)
-}
-
-// ReadJSON reads a board written by WriteJSON; name is used in errors.
-func ReadJSON(r io.Reader, name string) (*Board, error) {
-	var b Board
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&b); err != nil {
-		return nil, fmt.Errorf("%s: not a board JSON report: %v", name, err)
-	}
-	if b.Schema != Schema {
-		return nil, fmt.Errorf("%s: schema %q, want %q; it was written by another reproboard version, rerun the board with this one", name, b.Schema, Schema)
-	}
-	if b.Sections == nil {
-		b.Sections = []Section{}
-	}
-	for i, s := range b.Sections {
-		o, err := outcome.Parse(string(s.Outcome))
-		if err != nil {
-			return nil, fmt.Errorf("%s: section %s: %v", name, s.Test, err)
-		}
-		b.Sections[i].Outcome = o
-		if s.Artifacts == nil {
-			b.Sections[i].Artifacts = map[string]string{}
-		}
-	}
-	return &b, nil
-}
 
 // RelativeTo returns a copy of b whose file paths (Events and artefacts)
 // that lie inside dir are relative to it: a JSON report written in dir
@@ -143,64 +103,4 @@ func Merge(parts []*Board, names []string) (*Board, error) {
 	m.Platform = strings.Join(platforms, ",")
 	m.Score()
 	return m, nil
-}
-
-// WriteJUnitEvents writes the raw `go test -json` streams of a run (one,
-// or one per shard) as one stream for gotestsum's JUnit writer. It drops
-// the sections a dry run listed or another shard owned, and the parents
-// left with no section, so each section appears once with its real result.
-// Parents that keep a section stay (gotestsum needs a subtest's parent), so
-// a parent appears once per shard that ran one of its subtests.
-func WriteJUnitEvents(w io.Writer, streams ...io.Reader) error {
-	bw := bufio.NewWriter(w)
-	for _, r := range streams {
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		res, err := Collect(bytes.NewReader(data))
-		if err != nil {
-			return err
-		}
-		drop := map[testKey]bool{}
-		kept := map[testKey]bool{}
-		for _, s := range res.Sections {
-			if s.Listed() || s.OtherShard() {
-				drop[testKey{s.Package, s.Test}] = true
-			} else {
-				kept[testKey{s.Package, s.Test}] = true
-			}
-		}
-		// keepParent: a test that is not a section stays if a kept section
-		// is below it.
-		keepParent := func(k testKey) bool {
-			for s := range kept {
-				if s.pkg == k.pkg && strings.HasPrefix(s.test, k.test+"/") {
-					return true
-				}
-			}
-			return false
-		}
-		decided := map[testKey]bool{}
-		for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-			trimmed := bytes.TrimSpace(line)
-			if len(trimmed) == 0 {
-				continue
-			}
-			if e, err := ParseEvent(trimmed); err == nil && e.Test != "" {
-				k := testKey{e.Package, e.Test}
-				if _, ok := decided[k]; !ok {
-					decided[k] = !drop[k] && (kept[k] || keepParent(k))
-				}
-				if !decided[k] {
-					continue
-				}
-			}
-			if _, err := bw.Write(trimmed); err != nil {
-				return err
-			}
-			_ = bw.WriteByte('\n')
-		}
-	}
-	return bw.Flush()
 }

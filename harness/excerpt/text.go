@@ -1,16 +1,14 @@
-package board
+package excerpt
 
 import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/reproboard/reproboard/harness/excerpt"
 )
 
-// oneLine keeps the first line of s, at most max bytes, never splitting a
+// OneLine keeps the first line of s, at most max bytes, never splitting a
 // rune: table cells and summaries hold one line.
-func oneLine(s string, max int) string {
+func OneLine(s string, max int) string {
 	s = strings.TrimSpace(s)
 	cut := false
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -29,9 +27,9 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// splitElided separates the "...(N chars elided)...\n" header that
-// excerpt puts before a cut text from the text itself.
-func splitElided(s string) (elided int64, body string) {
+// SplitElided separates the "...(N chars elided)...\n" header that
+// Excerpt puts before a cut text from the text itself.
+func SplitElided(s string) (elided int64, body string) {
 	if !strings.HasPrefix(s, "...(") {
 		return 0, s
 	}
@@ -45,12 +43,12 @@ func splitElided(s string) (elided int64, body string) {
 	return elided, rest
 }
 
-// tailExcerpt is excerpt.Excerpt for a text that may already be a tail:
+// OfTail is Excerpt for a text that may already be a tail:
 // the header counts everything elided, earlier cuts included.
-func tailExcerpt(s string, limit int) string {
-	before, body := splitElided(s)
-	cut := excerpt.Excerpt(body, limit)
-	now, kept := splitElided(cut)
+func OfTail(s string, limit int) string {
+	before, body := SplitElided(s)
+	cut := Excerpt(body, limit)
+	now, kept := SplitElided(cut)
 	if before+now == 0 {
 		return kept
 	}

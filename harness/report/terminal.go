@@ -1,4 +1,4 @@
-package board
+package report
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -31,7 +33,7 @@ const ansiReset = "\x1b[0m"
 // WriteTerminal writes the board for a person at a terminal or reading a
 // CI log: one row per section, then the excerpt of every section that is
 // not GREEN, the problems, and a summary line with the exit code.
-func WriteTerminal(w io.Writer, b *Board, opts TerminalOptions) error {
+func WriteTerminal(w io.Writer, b *board.Board, opts TerminalOptions) error {
 	ew := &errWriter{w: w}
 	paint := func(o outcome.Outcome, s string) string {
 		if !opts.Color {
@@ -50,7 +52,7 @@ func WriteTerminal(w io.Writer, b *Board, opts TerminalOptions) error {
 		}
 		// Pad before colouring: escape codes would confuse the column widths.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paint(s.Outcome, fmt.Sprintf("%-12s", s.Outcome)), issue,
-			formatSeconds(s.Duration), sectionLabel(s, multiPkg), oneLine(s.Reason, 100))
+			formatSeconds(s.Duration), sectionLabel(s, multiPkg), excerpt.OneLine(s.Reason, 100))
 	}
 	_ = tw.Flush()
 	for _, s := range b.Sections {
@@ -77,7 +79,7 @@ func WriteTerminal(w io.Writer, b *Board, opts TerminalOptions) error {
 	if len(b.Skipped) > 0 {
 		fmt.Fprintf(ew, "\n%d section(s) skipped, not counted:\n", len(b.Skipped))
 		for _, s := range b.Skipped {
-			fmt.Fprintf(ew, "  %s: %s\n", s.Test, oneLine(s.Reason, 120))
+			fmt.Fprintf(ew, "  %s: %s\n", s.Test, excerpt.OneLine(s.Reason, 120))
 		}
 	}
 	fmt.Fprintf(ew, "\n%s: %s — exit %d: %s\n", b.Name, CountsLine(b.Counts), b.ExitCode, b.ExitReason)
@@ -92,7 +94,7 @@ func measureLines(m string) []string {
 }
 
 // CountsLine summarises counts: "12 sections: 10 GREEN, 2 KNOWN-RED".
-func CountsLine(c Counts) string {
+func CountsLine(c board.Counts) string {
 	var parts []string
 	for _, o := range outcome.All {
 		if n := c[string(o)]; n > 0 {
@@ -127,7 +129,7 @@ func formatSeconds(s float64) string {
 	return fmt.Sprintf("%.1fs", s)
 }
 
-func packageCount(b *Board) int {
+func packageCount(b *board.Board) int {
 	seen := map[string]bool{}
 	for _, s := range b.Sections {
 		seen[s.Package] = true
@@ -137,7 +139,7 @@ func packageCount(b *Board) int {
 
 // sectionLabel names a section by its test; the package is added when the
 // board has several, since a test name is only unique within its package.
-func sectionLabel(s Section, withPackage bool) string {
+func sectionLabel(s board.Section, withPackage bool) string {
 	if withPackage {
 		return s.Test + " (" + path.Base(s.Package) + ")"
 	}
