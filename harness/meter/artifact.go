@@ -46,6 +46,16 @@ type jsonVerdict struct {
 	Budget    string          `json:"budget"`
 	Warmup    int             `json:"warmup_ops"`
 	Used      int             `json:"samples_used"`
+	Ops       int             `json:"ops"`
+	// The smallest retained growth per op the run could have seen, and
+	// what set it (noise, granularity, floor).
+	Sensitivity *float64 `json:"sensitivity_per_op,omitempty"`
+	LimitedBy   string   `json:"sensitivity_limited_by,omitempty"`
+	NeedOps     int      `json:"ops_needed,omitempty"`
+	Runtime     string   `json:"runtime"`
+	GainMin     float64  `json:"footprint_per_retained_min"`
+	GainMax     float64  `json:"footprint_per_retained_max"`
+	Floor       float64  `json:"runtime_floor_bytes,omitempty"`
 }
 
 // WriteJSON writes the samples and the verdict as one JSON object. Numbers
@@ -65,7 +75,10 @@ func WriteJSON(w io.Writer, s Series, v Verdict) error {
 	}{Metric: s.Metric, Unit: s.Unit, Samples: []jsonPoint{}, Verdict: jsonVerdict{
 		Outcome: v.Outcome, Reason: v.Reason, Slope: num(v.Slope), LateSlope: num(v.LateSlope),
 		Intercept: num(v.Intercept), Budget: v.Budget.String(), Warmup: v.Warmup, Used: v.Used,
+		Ops: v.Ops, Sensitivity: num(v.Sensitivity), LimitedBy: v.LimitedBy, NeedOps: v.NeedOps,
+		Runtime: v.Runtime.String(), Floor: v.Runtime.floor(s.Metric),
 	}}
+	doc.Verdict.GainMin, doc.Verdict.GainMax = v.Runtime.gains(s.Metric)
 	for _, p := range s.Points {
 		jp := jsonPoint{Ops: p.Ops}
 		if p.Err != nil {
@@ -88,9 +101,15 @@ type Artifact struct {
 }
 
 // WriteArtifacts writes the samples (CSV and JSON) and the chart (SVG) of
-// one judged series into dir, named after the metric.
-func WriteArtifacts(dir string, s Series, v Verdict) ([]Artifact, error) {
+// one judged series into dir, named after the metric and prefixed by name
+// (a leak command's -name) so that several series of one section do not
+// overwrite each other: NAME.uss.chart.svg, kind NAME.uss.chart. An empty
+// name leaves the prefix out.
+func WriteArtifacts(dir, name string, s Series, v Verdict) ([]Artifact, error) {
 	slug := Slug(string(s.Metric))
+	if name != "" {
+		slug = Slug(name) + "." + slug
+	}
 	files := []struct {
 		kind, name string
 		write      func(io.Writer) error
@@ -218,6 +237,10 @@ func WriteSVG(w io.Writer, s Series, v Verdict) error {
 		title += ", budget " + v.Budget.String()
 	}
 	title += fmt.Sprintf(", %d samples after %d warmup ops", v.Used, v.Warmup)
+	subtitle := "runtime " + v.Runtime.String()
+	if !math.IsNaN(v.Sensitivity) {
+		subtitle = fmt.Sprintf("sensitivity %s/op (%s), %d ops, %s", u.Human(v.Sensitivity), v.LimitedBy, v.Ops, subtitle)
+	}
 
 	var b strings.Builder
 	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -243,6 +266,7 @@ func WriteSVG(w io.Writer, s Series, v Verdict) error {
 	f(`<text x="%.1f" y="%.1f" text-anchor="middle">operations</text>`+"\n", left+plotW/2-120, height-12)
 	f(`<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s (%s)</text>`+"\n", top+plotH/2, top+plotH/2, esc(string(s.Metric)), u)
 	f(`<text x="%.1f" y="24" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", left, color, esc(title))
+	f(`<text class="sensitivity" x="%.1f" y="40" fill="#57606a">%s</text>`+"\n", left, esc(subtitle))
 
 	var pts []string
 	for _, p := range s.Points {
@@ -333,4 +357,14 @@ func esc(s string) string {
 	var b strings.Builder
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// SlugPath is Slug applied to each "/"-separated part of a test name, so
+// TestRepro/issue581 becomes the directory TestRepro/issue581.
+func SlugPath(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = Slug(p)
+	}
+	return strings.Join(parts, "/")
 }

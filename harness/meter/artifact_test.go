@@ -92,7 +92,7 @@ func TestWriteArtifacts(t *testing.T) {
 	s.Metric = FileMetric("cache/**/*.db-wal")
 	s.Points[2].Err = errors.New("glob: dir gone")
 	v := Judge(s, Options{Budget: MustParseBudget("4KiB/op"), Warmup: 30})
-	arts, err := WriteArtifacts(dir, s, v)
+	arts, err := WriteArtifacts(dir, "", s, v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +155,31 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	var none *Progress // what NewProgress returns off a terminal
 	none.Update(1, Reading{})
 	none.Done()
+}
+
+// Two series of one metric in one section (two leak lines) keep their own
+// files, by name.
+func TestWriteArtifactsByName(t *testing.T) {
+	dir := t.TempDir()
+	s := synth(100, 10, 0, 1, func(o int) float64 { return 1000 + float64(o) })
+	v := Judge(s, Options{Budget: MustParseBudget("4KiB/op"), Warmup: 30})
+	seen := map[string]bool{}
+	for _, name := range []string{"first", "second"} {
+		arts, err := WriteArtifacts(dir, name, s, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range arts {
+			if seen[a.Path] || seen[a.Kind] {
+				t.Errorf("%s: %s or %s written twice", name, a.Kind, a.Path)
+			}
+			seen[a.Path], seen[a.Kind] = true, true
+			if !strings.HasPrefix(filepath.Base(a.Path), name+".uss.") || !strings.HasPrefix(a.Kind, name+".uss.") {
+				t.Errorf("%s: artefact %s at %s not named by it", name, a.Kind, a.Path)
+			}
+		}
+	}
+	if n := len(seen); n != 12 {
+		t.Errorf("%d distinct kinds and paths, want 12", n)
+	}
 }

@@ -29,12 +29,19 @@ type Measure struct {
 	Late    float64 // units per op, NaN if not computed
 	Budget  Budget
 	Verdict outcome.Outcome
+	// Sensitivity is the smallest growth per op, in retained units, the run
+	// could have told from zero (Verdict.Sensitivity); NaN if not computed.
+	Sensitivity float64
+	LimitedBy   string // what set the sensitivity: noise, granularity, floor
+	Runtime     string // Runtime.Token(): go1.26.8,GOGC=100,GOMEMLIMIT=off
+	Ops         int    // operations run
 }
 
 // NewMeasure records a series and its verdict as a LEAK_MEASURE.
 func NewMeasure(s Series, v Verdict) Measure {
 	return Measure{Keyword: LeakMeasure, Metric: s.Metric, Unit: s.Unit, Warmup: v.Warmup,
-		Points: s.Points, Slope: v.Slope, Late: v.LateSlope, Budget: v.Budget, Verdict: v.Outcome}
+		Points: s.Points, Slope: v.Slope, Late: v.LateSlope, Budget: v.Budget, Verdict: v.Outcome,
+		Sensitivity: v.Sensitivity, LimitedBy: v.LimitedBy, Runtime: v.Runtime.Token(), Ops: v.Ops}
 }
 
 var errUnreadableSample = errors.New("unreadable")
@@ -44,6 +51,7 @@ var errUnreadableSample = errors.New("unreadable")
 //	line    = keyword *( " " key "=" value )
 //	keyword = "LEAK_MEASURE" | "LIFECYCLE_MEASURE"
 //	keys, in this order: [name] metric unit warmup samples slope late budget verdict
+//	                     sensitivity limited_by runtime ops
 //	value   = bare | quoted      bare: no space or '"'; quoted: a Go string literal
 //	samples = "[" [ sample *( "," sample ) ] "]"
 //	sample  = ops ":" ( number | "?" )    "?" is a sample that could not be read
@@ -51,12 +59,16 @@ var errUnreadableSample = errors.New("unreadable")
 //
 // unit is "bytes" or "count"; slope and late are units per op; budget is
 // spelled as ParseBudget reads it (4KiB/op, 8MiB, 2/op); verdict is an
-// outcome (GREEN, RED, INCONCLUSIVE). Readers ignore keys they do not know,
+// outcome (GREEN, RED, INCONCLUSIVE); sensitivity is the smallest
+// retained growth per op the run could have seen (NaN if none), limited_by
+// what set it (noise, granularity, floor), runtime the target's runtime and
+// the knobs read from it (go1.26.8,GOGC=100,GOMEMLIMIT=off; native), ops
+// the operations run. Readers ignore keys they do not know,
 // so keys may be added at the end.
 //
 // Example:
 //
-//	LEAK_MEASURE metric=uss unit=bytes warmup=40 samples=[40:31457280,50:31510528] slope=5222.4 late=5017.6 budget=4KiB/op verdict=RED
+//	LEAK_MEASURE metric=uss unit=bytes warmup=40 samples=[40:31457280,50:31510528] slope=5222.4 late=5017.6 budget=4KiB/op verdict=RED sensitivity=310.5 limited_by=noise runtime=native ops=400
 func FormatMeasure(m Measure) string {
 	var b strings.Builder
 	b.WriteString(m.Keyword)
@@ -92,6 +104,14 @@ func FormatMeasure(m Measure) string {
 	field("late", rawNumber(m.Late))
 	field("budget", m.Budget.String())
 	field("verdict", string(m.Verdict))
+	field("sensitivity", rawNumber(m.Sensitivity))
+	if m.LimitedBy != "" {
+		field("limited_by", m.LimitedBy)
+	}
+	if m.Runtime != "" {
+		field("runtime", m.Runtime)
+	}
+	field("ops", strconv.Itoa(m.Ops))
 	return b.String()
 }
 
@@ -101,7 +121,7 @@ func (m Measure) String() string { return FormatMeasure(m) }
 // ParseMeasure reads a line written by FormatMeasure. Text before the
 // keyword (a log prefix such as "file_test.go:12: ") is skipped.
 func ParseMeasure(line string) (Measure, error) {
-	var m Measure
+	m := Measure{Slope: nan(), Late: nan(), Sensitivity: nan()}
 	line = strings.TrimSpace(line)
 	at := -1
 	for _, kw := range []string{LeakMeasure, LifecycleMeasure} {
@@ -163,6 +183,14 @@ func ParseMeasure(line string) (Measure, error) {
 			}
 		case "verdict":
 			m.Verdict, err = outcome.Parse(val)
+		case "sensitivity":
+			m.Sensitivity, err = strconv.ParseFloat(val, 64)
+		case "limited_by":
+			m.LimitedBy = val
+		case "runtime":
+			m.Runtime = val
+		case "ops":
+			m.Ops, err = strconv.Atoi(val)
 		}
 		if err != nil {
 			return bad(key, val, err)

@@ -15,7 +15,8 @@ func TestMeasureRoundTrip(t *testing.T) {
 	v := Judge(s, Options{Budget: MustParseBudget("4KiB/op"), Warmup: 10})
 	m := NewMeasure(s, v)
 	line := FormatMeasure(m)
-	if !strings.HasPrefix(line, "LEAK_MEASURE metric=uss unit=bytes warmup=10 samples=[0:?,10:") || !strings.HasSuffix(line, " budget=4KiB/op verdict=RED") {
+	if !strings.HasPrefix(line, "LEAK_MEASURE metric=uss unit=bytes warmup=10 samples=[0:?,10:") || !strings.Contains(line, " budget=4KiB/op verdict=RED sensitivity=") ||
+		!strings.HasSuffix(line, " runtime=native ops=100") {
 		t.Errorf("line = %s", line)
 	}
 	if strings.Contains(line, "\n") {
@@ -26,7 +27,8 @@ func TestMeasureRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Keyword != LeakMeasure || got.Metric != m.Metric || got.Unit != m.Unit || got.Warmup != 10 ||
-		got.Slope != m.Slope || got.Late != m.Late || got.Budget.String() != "4KiB/op" || got.Verdict != outcome.Red {
+		got.Slope != m.Slope || got.Late != m.Late || got.Budget.String() != "4KiB/op" || got.Verdict != outcome.Red ||
+		got.Sensitivity != m.Sensitivity || got.LimitedBy != m.LimitedBy || got.Runtime != "native" || got.Ops != 100 {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, m)
 	}
 	if len(got.Points) != len(m.Points) || got.Points[0].Err == nil {

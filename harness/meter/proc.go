@@ -352,3 +352,11 @@ func parseSmapsRollup(s string) (*smapsRollup, error) {
 func procPath(pid int, name string) string {
 	return "/proc/" + strconv.Itoa(pid) + "/" + name
 }
+
+// PinnedPID is the pid of the process the first successful sample pinned,
+// or 0 before one.
+func (t *Target) PinnedPID() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.proc.Pid
+}

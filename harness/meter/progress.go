@@ -61,3 +61,14 @@ func (p *Progress) Done() {
 		fmt.Fprint(p.w, "\n")
 	}
 }
+
+// SetTotal changes the ops the line counts towards (an adaptive run's
+// next round).
+func (p *Progress) SetTotal(total int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.total = total
+	p.mu.Unlock()
+}

@@ -39,3 +39,25 @@ func (r *Recorder) Series() []Series {
 	}
 	return out
 }
+
+// Len is the number of samples taken of each metric.
+func (r *Recorder) Len() int {
+	if len(r.series) == 0 {
+		return 0
+	}
+	return len(r.series[0].Points)
+}
+
+// Thin keeps every other sample (the first, third, …) of every series, so
+// a long run (a soak) stays quick to judge; the caller then samples half
+// as often, which keeps the spacing even.
+func (r *Recorder) Thin() {
+	for i := range r.series {
+		pts := r.series[i].Points
+		kept := pts[:0]
+		for j := 0; j < len(pts); j += 2 {
+			kept = append(kept, pts[j])
+		}
+		r.series[i].Points = kept
+	}
+}

@@ -118,6 +118,8 @@ type state struct {
 	mcps        map[string]*mcpSession
 	marked      outcome.Outcome // SETUP-FAIL or INCONCLUSIVE, set where it happened
 	lastFailure string
+	leaks       int     // leak commands run so far: the default -name is leak<N>
+	artifacts   *string // the section's artefact directory, once chosen
 }
 
 func stateOf(ts *testscript.TestScript) *state {
