@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/reproboard/reproboard/harness/meter"
+	"github.com/reproboard/reproboard/harness/meter/leakertest"
 	"github.com/reproboard/reproboard/harness/script"
 	"github.com/reproboard/reproboard/harness/selftest"
-	"github.com/reproboard/reproboard/harness/target"
 )
 
 const sensitivityEnv = "REPROBOARD_SENSITIVITY_RUN"
@@ -26,68 +27,113 @@ func TestSensitivityScript(t *testing.T) {
 	if os.Getenv(sensitivityEnv) != "1" {
 		t.Skip("runs only under BenchmarkLeakSensitivity")
 	}
-	script.Run(t, script.Params{Dir: "../testdata/bench"})
+	script.Run(t, script.Params{Dir: "../testdata/bench", NoTarget: true, Setup: func(env *testscript.Env) error {
+		for _, k := range []string{"LEAKER", "LEAKER_RUNTIME", "LEAK_METRIC", "LEAK_BYTES"} {
+			env.Vars = append(env.Vars, k+"="+os.Getenv(k))
+		}
+		return nil
+	}})
 }
 
-var leakLine = regexp.MustCompile(`(?m)LEAK_MEASURE metric=(uss|rss) .*$`)
+var leakLine = regexp.MustCompile(`(?m)LEAK_MEASURE .*$`)
 
-// BenchmarkLeakSensitivity measures how small a leak the reproduction tier
-// catches: demod with #581 fixed retains DEMOD_LEAK_BYTES per query; each
-// size is judged by `leak` (USS, Theil–Sen against 2 KiB/op, 400 ops) in 10
-// runs. Beside it, the two-point rule of a first #581 repro, on the same runs: RED when RSS after 150
-// queries exceeds 3.0 x RSS after 10.
+// BenchmarkLeakSensitivity measures what the reproduction tier catches on
+// real runtimes: a leaker per runtime (testdata/leakers: Go at default
+// GOGC, C, Node.js) keeps LEAK_BYTES per call and churns 256 KiB of
+// garbage per call; each size is judged by `leak` with its defaults
+// (adaptive op count, -max-ops 6400, -max-time 12s) against 2 KiB/op, in
+// REPROBOARD_BENCH_RUNS runs (default 10). Node.js is judged twice, on
+// v8heap and on uss, in separate runs. Beside it, the two-point rule of a
+// first #581 repro, on the same runs: RED when RSS after 150 calls exceeds
+// 3.0 x RSS after 10.
 func BenchmarkLeakSensitivity(b *testing.B) {
-	tgt, err := script.Target()
+	ls, err := leakertest.Build(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	sizes := []int{0, 1 << 10, 2 << 10, 4 << 10, 16 << 10, 64 << 10}
-	const runs = 10
+	runs := 10
+	if v, err := strconv.Atoi(os.Getenv("REPROBOARD_BENCH_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	sizes := []int{0, 1 << 10, 2 << 10, 4 << 10, 16 << 10}
 	type row struct {
-		size                      int
-		leakRED, twoPointRED, bad int
-		took                      time.Duration
-		maxTook                   time.Duration
+		runtime, metric      string
+		size                 int
+		red, green, inc, bad int
+		twoPointRED          int
+		ops                  []int
+		took, maxTook        time.Duration
+	}
+	type config struct {
+		l      leakertest.Leaker
+		metric string
+	}
+	var configs []config
+	for _, l := range ls {
+		if l.Skip != "" {
+			b.Logf("%s: skipped: %s", l.Runtime, l.Skip)
+			continue
+		}
+		configs = append(configs, config{l, l.Metric()})
+		if l.Metric() != "uss" {
+			configs = append(configs, config{l, "uss"})
+		}
 	}
 	for b.Loop() {
 		var rows []row
-		for _, size := range sizes {
-			r := row{size: size}
-			for range runs {
-				child := selftest.Run(selftest.Child{Run: []string{"TestSensitivityScript"}, Env: []string{sensitivityEnv + "=1",
-					target.BinaryEnv + "=" + tgt.Path, "DEMOD_FIX_581=1", "DEMOD_LEAK_BYTES=" + strconv.Itoa(size)}})
-				out, took := child.Output, child.Duration
-				r.took += took
-				r.maxTook = max(r.maxTook, took)
-				measures := map[string]meter.Measure{}
-				for _, line := range leakLine.FindAllString(out, -1) {
-					if m, err := meter.ParseMeasure(line); err == nil {
-						measures[string(m.Metric)] = m
+		for _, cfg := range configs {
+			for _, size := range sizes {
+				r := row{runtime: cfg.l.Runtime, metric: cfg.metric, size: size}
+				for range runs {
+					env := append(cfg.l.Env(), sensitivityEnv+"=1", "LEAK_BYTES="+strconv.Itoa(size), "LEAK_METRIC="+cfg.metric)
+					child := selftest.Run(selftest.Child{Run: []string{"TestSensitivityScript"}, Env: env})
+					r.took += child.Duration
+					r.maxTook = max(r.maxTook, child.Duration)
+					measures := map[string]meter.Measure{}
+					for _, line := range leakLine.FindAllString(child.Output, -1) {
+						if m, err := meter.ParseMeasure(line); err == nil {
+							measures[string(m.Metric)] = m
+						}
+					}
+					m, okM := measures[cfg.metric]
+					rss, okR := measures["rss"]
+					if !okM || !okR {
+						r.bad++
+						b.Logf("%s %s size %d: no measurement:\n%s", cfg.l.Runtime, cfg.metric, size, child.Output)
+						continue
+					}
+					switch m.Verdict {
+					case "RED":
+						r.red++
+					case "GREEN":
+						r.green++
+					default:
+						r.inc++
+					}
+					r.ops = append(r.ops, m.Ops)
+					if twoPointRule(rss.Points) {
+						r.twoPointRED++
 					}
 				}
-				uss, okU := measures["uss"]
-				rss, okR := measures["rss"]
-				if !okU || !okR {
-					r.bad++
-					b.Logf("size %d: no measurement:\n%s", size, out)
-					continue
-				}
-				if uss.Verdict == "RED" {
-					r.leakRED++
-				}
-				if twoPointRule(rss.Points) {
-					r.twoPointRED++
-				}
+				rows = append(rows, r)
+				fmt.Fprintf(os.Stderr, "%s/%s %s: %d RED %d GREEN %d INCONCLUSIVE\n", r.runtime, r.metric, humanize.IBytes(uint64(size)), r.red, r.green, r.inc)
 			}
-			rows = append(rows, r)
 		}
 		var t strings.Builder
-		fmt.Fprintf(&t, "\nleak sensitivity: demod, #581 fixed, DEMOD_LEAK_BYTES per query; %d runs each, 400 ops, USS budget 2KiB/op\n", runs)
+		fmt.Fprintf(&t, "\nleak sensitivity: leakers keeping LEAK_BYTES per call, 256 KiB garbage per call; %d runs each; `leak` defaults (adaptive), budget 2KiB/op\n", runs)
 		tw := tabwriter.NewWriter(&t, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "leak/op\tleak (Theil-Sen on USS)\ttwo-point rule (RSS@150 > 3 x RSS@10)\tmean time/run\tmax time/run\tno measurement")
+		fmt.Fprintln(tw, "runtime\tmetric\tleak/op\tRED\tGREEN\tINCONCLUSIVE\tops used (min-max)\tmean s/verdict\tmax s/verdict\ttwo-point RSS rule\tno measurement")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%d/%d RED\t%d/%d RED\t%s\t%s\t%d\n", humanize.IBytes(uint64(r.size)),
-				r.leakRED, runs, r.twoPointRED, runs, (r.took / runs).Round(10*time.Millisecond), r.maxTook.Round(10*time.Millisecond), r.bad)
+			lo, hi := 0, 0
+			for i, o := range r.ops {
+				if i == 0 || o < lo {
+					lo = o
+				}
+				hi = max(hi, o)
+			}
+			n := max(runs, 1)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%d-%d\t%.1f\t%.1f\t%d/%d RED\t%d\n", r.runtime, r.metric, humanize.IBytes(uint64(r.size)),
+				r.red, runs, r.green, runs, r.inc, runs, lo, hi, (r.took / time.Duration(n)).Seconds(), r.maxTook.Seconds(), r.twoPointRED, runs, r.bad)
 		}
 		tw.Flush()
 		fmt.Print(t.String())

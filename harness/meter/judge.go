@@ -49,6 +49,11 @@ type Options struct {
 // be told from zero.
 const noiseZ = 3
 
+// LazyMinOps is the fewest ops after which the footprint of a lazily
+// sized heap (V8, the JVM) can show a leak: before, its growth is mostly
+// the heap sizing itself.
+const LazyMinOps = 3200
+
 // pageSize is the granularity of the footprint metrics.
 const pageSize = 4096
 
@@ -160,6 +165,7 @@ func Judge(s Series, o Options) Verdict {
 	limit := o.Budget.perOp(span)
 	u := s.Unit
 	gmin, gmax := rt.gains(s.Metric)
+	lazy := rt.Lazy && (s.Metric == RSS || s.Metric == USS || s.Metric == PSS)
 
 	// Sensitivity, in retained units per op. The noise is read from the
 	// successive differences about the fit (robust to a step, which moves
@@ -212,12 +218,15 @@ func Judge(s Series, o Options) Verdict {
 	sensText := fmt.Sprintf("sensitivity %s/op (%s)", u.Human(v.Sensitivity), v.LimitedBy)
 	tail := fmt.Sprintf("%s, %s, %s", sensText, after, rt)
 	switch {
+	case slope/gmax > limit && late/gmax > limit && slope > noise && lazy && v.Ops < LazyMinOps:
+		v.Outcome, v.More = outcome.Inconclusive, true
+		v.Reason = fmt.Sprintf("INCONCLUSIVE %s %s > budget %s%s, persisting (%s), but a %s heap is sized lazily over its first thousands of ops: %s convicts it only after %d ops; %s; %s", name, slopeText, o.Budget, retained, lateText, rt.Name, s.Metric, LazyMinOps, rt.Advice, tail)
 	case slope/gmax > limit && late/gmax > limit && slope > noise:
 		v.Outcome = outcome.Red
 		v.Reason = fmt.Sprintf("RED %s %s > budget %s%s, persisting (%s), %s", name, slopeText, o.Budget, retained, lateText, tail)
 	case slope/gmax > limit && late/gmax > limit:
 		v.Outcome, v.More = outcome.Inconclusive, true
-		v.Reason = fmt.Sprintf("INCONCLUSIVE %s %s > budget %s%s but within the noise (%s/op): run more ops, %s", name, slopeText, o.Budget, retained, u.Human(noise), tail)
+		v.Reason = fmt.Sprintf("INCONCLUSIVE %s %s > budget %s%s but within the noise (%s/op), so this run could not have seen %s: %s. %s", name, slopeText, o.Budget, retained, u.Human(noise), o.Budget, tail, blindAdvice(v, rt, limit))
 	case slope/gmin > limit && late/gmin > limit:
 		// Between the runtime's bounds: what is retained may be either
 		// side. More ops may settle it (a lazily sized heap stops growing).

@@ -17,6 +17,10 @@ const (
 	VMS     Metric = "vms"     // virtual size, /proc/PID/stat
 	FDs     Metric = "fds"     // open descriptors, /proc/PID/fd
 	Threads Metric = "threads" // /proc/PID/stat
+	// V8Heap is a Node.js process's V8 heap in use after a forced full
+	// collection, from the probe V8HeapSetup preloads: what the program
+	// retains, which V8's lazy heap sizing does not move.
+	V8Heap Metric = "v8heap"
 )
 
 const filePrefix = "file:"
@@ -32,7 +36,7 @@ func FileMetric(glob string) Metric { return Metric(filePrefix + glob) }
 func ParseMetric(s string) (Metric, error) {
 	m := Metric(strings.TrimSpace(s))
 	switch m {
-	case RSS, USS, PSS, VMS, FDs, Threads:
+	case RSS, USS, PSS, VMS, FDs, Threads, V8Heap:
 		return m, nil
 	}
 	if g, ok := m.glob(); ok {
@@ -44,7 +48,7 @@ func ParseMetric(s string) (Metric, error) {
 		}
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown metric %q; want one of rss, uss, pss, vms, fds, threads, file:GLOB", s)
+	return "", fmt.Errorf("unknown metric %q; want one of rss, uss, pss, vms, fds, threads, v8heap, file:GLOB", s)
 }
 
 // Unit is bytes for sizes and count for fds and threads.

@@ -166,6 +166,8 @@ func (t *Target) sample(ctx context.Context, snap *Snapshot, metrics []Metric) {
 			default:
 				v = float64(sm.pss)
 			}
+		case V8Heap:
+			v, err = readV8Heap(t.proc.Pid, readEnviron(t.proc.Pid))
 		default:
 			err = fmt.Errorf("unknown metric %q", m)
 		}

@@ -83,10 +83,10 @@ var expectations = map[string]expectation{
 	"usage":              {fail: true, output: []string{`spawn: wrong number of arguments`, `usage: spawn \[-timeout d\] NAME cmd args`}},
 	"neg_never":          {fail: true, output: []string{"spawn does not support `!`"}},
 	"logtail_on_failure": {fail: true, output: []string{`tail of the target log logs/fake.log:`, `the daemon said why`}},
-	"leak_red": {fail: true, output: []string{`LEAK_MEASURE metric=uss .*verdict=RED`, `leak: 200 ops in \S+ against process with REPROBOARD_SECTION=\S+ and cmdline ~  mcp\$: RED uss slope=\S+/op > budget 16KiB/op`,
-		`=== ATTR  \S+ reproboard.artifact.uss.chart \S+uss.chart.svg`, `=== ATTR  \S+ reproboard.measure.uss LEAK_MEASURE`}},
-	"leak_op_fails":   {fail: true, outcome: "INCONCLUSIVE", output: []string{`INCONCLUSIVE: leak: 0 ops`, `operation 1 of 20 failed`, `boom`}},
-	"leak_unreadable": {fail: true, outcome: "INCONCLUSIVE", output: []string{`INCONCLUSIVE: leak: 20 ops`, `INCONCLUSIVE uss`}},
+	"leak_red": {fail: true, output: []string{`LEAK_MEASURE metric=uss .*verdict=RED`, `leak leak1: 200 ops in \S+ against process with REPROBOARD_SECTION=\S+ and cmdline ~  mcp\$ \(go\S+ GOGC=100 GOMEMLIMIT=off\): RED uss slope=\S+/op > budget 16KiB/op`,
+		`=== ATTR  \S+ reproboard.artifact.leak1.uss.chart \S+/leak1.uss.chart.svg`, `=== ATTR  \S+ reproboard.measure.leak1.uss LEAK_MEASURE`}},
+	"leak_op_fails":   {fail: true, outcome: "INCONCLUSIVE", output: []string{`INCONCLUSIVE: leak leak1: 0 ops`, `operation 1 \(index \$N=0\) failed`, `boom`}},
+	"leak_unreadable": {fail: true, outcome: "INCONCLUSIVE", output: []string{`INCONCLUSIVE: leak leak1: 20 ops`, `INCONCLUSIVE uss`}},
 	"leaves_daemon":   {fail: false, outcome: "GREEN", output: []string{`=== ATTR  \S+ reproboard.backstop stopped left-over processes: pid \d+`, `backstop stopped \(SIGTERM\): pid \d+`}},
 }
 

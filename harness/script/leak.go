@@ -84,8 +84,14 @@ var cmdLeak = command{
 		c.st.leaks++
 		ordinal := c.st.leaks
 		c.st.mu.Unlock()
+		// The measure line names the series when it must tell it from
+		// another of the section's: given a -name, or a later leak line.
+		measureName := *name
 		if *name == "" {
 			*name = fmt.Sprintf("leak%d", ordinal)
+			if ordinal > 1 {
+				measureName = *name
+			}
 		}
 		var specs []judged
 		var ms []meter.Metric
@@ -251,7 +257,7 @@ var cmdLeak = command{
 		for i, v := range judge() {
 			s := rec.Series()[i]
 			m := meter.NewMeasure(s, v)
-			m.Name = *name
+			m.Name = measureName
 			line := meter.FormatMeasure(m)
 			fmt.Fprintln(c.stdout(), line)
 			c.st.t.Log(line)

@@ -27,12 +27,12 @@ type leakExpect struct {
 // that keeps LEAK_BYTES per call and churns 256 KiB of garbage per call.
 var leakExpectations = map[string]leakExpect{
 	"red": {outcomes: []string{"RED"}, output: []string{
-		`LEAK_MEASURE name=leak1 metric=uss .* verdict=RED sensitivity=\S+ limited_by=\S+ runtime=\S+ ops=\d+`,
-		`RED uss slope=\S+ > budget 2KiB/op`, `leak leak1: \d+ ops \(adaptive, verdicts at [^)]*RED[^)]*\)`}},
+		`LEAK_MEASURE metric=(uss|v8heap) .* verdict=RED sensitivity=\S+ limited_by=\S+ runtime=\S+ ops=\d+`,
+		`RED (uss|v8heap) slope=\S+ > budget 2KiB/op`, `leak leak1: \d+ ops \(adaptive, verdicts at [^)]*RED[^)]*\)`}},
 	"green": {outcomes: []string{"GREEN"}},
 	"small": {outcomes: []string{"GREEN", "INCONCLUSIVE"}},
 	"blind": {outcomes: []string{"INCONCLUSIVE"}, output: []string{
-		`INCONCLUSIVE uss slope=\S+ <= budget 16B/op.*, but this run could not have seen 16B/op: sensitivity \S+/op`,
+		`INCONCLUSIVE uss slope=\S+ [<>]=? budget 16B/op.*,? (but|so) this run could not have seen 16B/op: sensitivity \S+/op`,
 		`A leak of 16B/op would (not|move) .* in 200 ops.*; run >= \d+ ops \(-max-ops`,
 		`verdicts at 200:INCONCLUSIVE\?; stopped at -max-ops 200`}},
 	"template": {outcomes: []string{"GREEN"}, only: "go"},
@@ -57,7 +57,9 @@ func TestLeakChild(t *testing.T) {
 		t.Skip("runs under TestLeakRuntimes")
 	}
 	Run(t, Params{Dir: "testdata/leak", NoTarget: true, Setup: func(env *testscript.Env) error {
-		env.Vars = append(env.Vars, "LEAKER="+os.Getenv("LEAKER"), "LEAKER_RUNTIME="+os.Getenv("LEAKER_RUNTIME"))
+		for _, k := range []string{"LEAKER", "LEAKER_RUNTIME", "LEAK_METRIC"} {
+			env.Vars = append(env.Vars, k+"="+os.Getenv(k))
+		}
 		return nil
 	}})
 }
@@ -138,5 +140,28 @@ func checkTwoArtefactSets(t *testing.T, child selftest.Result, test, out string)
 	ents, _ := os.ReadDir(filepath.Join(out, "_artifacts"))
 	for _, e := range ents {
 		assert.False(t, regexp.MustCompile(`^\d+$`).MatchString(e.Name()), "numbered folder %s left", e.Name())
+	}
+}
+
+// TestLeakScratch runs the scripts of $LEAK_SCRATCH against every leaker:
+// for calibrating by hand, skipped otherwise.
+func TestLeakScratch(t *testing.T) {
+	dir := os.Getenv("LEAK_SCRATCH")
+	if dir == "" {
+		t.Skip("LEAK_SCRATCH not set")
+	}
+	ls, err := leakertest.Build(t.TempDir())
+	require.NoError(t, err)
+	for _, l := range ls {
+		t.Run(l.Runtime, func(t *testing.T) {
+			if l.Skip != "" {
+				t.Skip(l.Skip)
+			}
+			t.Parallel()
+			Run(t, Params{Dir: dir, NoTarget: true, Setup: func(env *testscript.Env) error {
+				env.Vars = append(env.Vars, l.Env()...)
+				return nil
+			}})
+		})
 	}
 }

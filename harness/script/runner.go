@@ -17,6 +17,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
+	"github.com/reproboard/reproboard/harness/meter"
 	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/reproboard/reproboard/harness/section"
 	"github.com/reproboard/reproboard/harness/target"
@@ -190,6 +191,15 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 		env.Vars = append(env.Vars, "TARGET="+st.target.Path, "TARGET_NAME="+st.target.Name,
 			"TARGET_LOG="+st.target.LogPath(st.sec.Cache))
 	}
+	// $NODE_V8HEAP: NODE_OPTIONS that preload the V8 heap probe, for leak's
+	// v8heap metric.
+	nodeOpts, heapEnv, err := meter.V8HeapSetup(filepath.Join(st.sec.Root, "v8heap"))
+	if err != nil {
+		outcome.Mark(t, outcome.SetupFail, err.Error())
+		return err
+	}
+	env.Vars = append(env.Vars, "NODE_V8HEAP="+nodeOpts)
+	env.Vars = append(env.Vars, heapEnv...)
 	env.Values[stateKey] = st
 	env.Defer(st.finish)
 	return nil

@@ -81,8 +81,18 @@ func Build(out string) ([]Leaker, error) {
 	return ls, nil
 }
 
+// Metric is the best memory metric for this runtime's leaker: uss, or for
+// Node.js v8heap (the V8 heap after a forced GC), since V8's lazy heap
+// sizing moves USS by more than a small leak does.
+func (l Leaker) Metric() string {
+	if l.Runtime == "node" {
+		return "v8heap"
+	}
+	return "uss"
+}
+
 // Env is the variables a leak script reads: LEAKER (the command that
-// starts the leaker) and LEAKER_RUNTIME.
+// starts the leaker), LEAKER_RUNTIME and LEAK_METRIC (Metric).
 func (l Leaker) Env() []string {
-	return []string{"LEAKER=" + l.Path, "LEAKER_RUNTIME=" + strings.ToLower(l.Runtime)}
+	return []string{"LEAKER=" + l.Path, "LEAKER_RUNTIME=" + strings.ToLower(l.Runtime), "LEAK_METRIC=" + l.Metric()}
 }
