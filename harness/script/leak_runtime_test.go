@@ -39,6 +39,7 @@ var leakExpectations = map[string]leakExpect{
 	"fixedkey": {outcomes: []string{"INCONCLUSIVE"}, only: "c", output: []string{
 		`INCONCLUSIVE: leak leak1: 1 ops`, `operation 2 \(index \$N=1\) failed: .*key same exists already`}},
 	"twolines": {outcomes: []string{"GREEN"}, only: "c"},
+	"soak":     {outcomes: []string{"GREEN"}, only: "c"},
 	"eof": {outcomes: []string{"INCONCLUSIVE"}, only: "node", output: []string{
 		`operation 31 \(index \$N=30\) failed: .*\(server pid \d+ exited rc=3\)`, `session stderr:`, `exiting after 30 calls \(LEAK_EXIT_AFTER\)`}},
 }
