@@ -182,4 +182,15 @@ func TestWriteArtifactsByName(t *testing.T) {
 	if n := len(seen); n != 12 {
 		t.Errorf("%d distinct kinds and paths, want 12", n)
 	}
+	// The sensitivity and the runtime are in the chart and the JSON.
+	svg, _ := os.ReadFile(filepath.Join(dir, "first.uss.chart.svg"))
+	if !strings.Contains(string(svg), `class="sensitivity"`) || !strings.Contains(string(svg), "runtime native") {
+		t.Errorf("chart lacks the sensitivity line:\n%s", svg)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "first.uss.samples.json"))
+	for _, k := range []string{`"sensitivity_per_op"`, `"sensitivity_limited_by"`, `"runtime": "native"`, `"ops": 100`} {
+		if !strings.Contains(string(js), k) {
+			t.Errorf("samples JSON lacks %s:\n%s", k, js)
+		}
+	}
 }
