@@ -47,7 +47,11 @@ func (p *Progress) Update(ops int, r Reading) {
 		return
 	}
 	p.last, p.wrote = now, true
-	fmt.Fprintf(p.w, "\r\x1b[K%s %d/%d ops %s", p.label, ops, p.total, r)
+	if p.total > 0 {
+		fmt.Fprintf(p.w, "\r\x1b[K%s %d/%d ops %s", p.label, ops, p.total, r)
+	} else {
+		fmt.Fprintf(p.w, "\r\x1b[K%s %d ops %s", p.label, ops, r)
+	}
 }
 
 // Done ends the progress line.

@@ -150,7 +150,11 @@ var cmdLeak = command{
 		case *duration > 0:
 			goal = math.MaxInt
 		}
-		progress := meter.NewProgress("leak "+string(ms[0]), goal)
+		progressTotal := goal
+		if *duration > 0 {
+			progressTotal = 0 // a soak counts time, not ops
+		}
+		progress := meter.NewProgress("leak "+string(ms[0]), progressTotal)
 		var opErr error
 		var rt *meter.Runtime
 		start := time.Now()
