@@ -30,7 +30,10 @@ const (
 type command struct {
 	usage string
 	neg   negation
-	run   func(c *call) error
+	// bang says what `!` means for a command that takes it; the default
+	// comes from neg.
+	bang string
+	run  func(c *call) error
 }
 
 // call is one invocation of a command.
@@ -105,6 +108,46 @@ func (c *call) parse(min, max int) error {
 	if len(c.args) < min || (max >= 0 && len(c.args) > max) {
 		return c.usagef("wrong number of arguments")
 	}
+	return nil
+}
+
+// parseLeading parses only the command's own flags at the front of its
+// arguments and stops at the first argument that is not one of them, so
+// the program's own flags pass through (`target --daemonize yes`). A `--`
+// ends the command's flags explicitly: it is needed only to pass the
+// program an argument spelled like one of the command's own flags.
+func (c *call) parseLeading() error {
+	i := 0
+	for i < len(c.args) {
+		a := c.args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			break
+		}
+		name, _, inline := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := c.flags.Lookup(name)
+		if f == nil {
+			break // the program's own flag
+		}
+		if inline {
+			if err := c.flags.Set(name, a[strings.IndexByte(a, '=')+1:]); err != nil {
+				return c.usagef("%s: %v (if %s is the program's own flag, write %s -- %s)", a, err, a, c.name, strings.Join(c.args[i:], " "))
+			}
+			i++
+			continue
+		}
+		if i+1 >= len(c.args) {
+			return c.usagef("flag %s needs a value (if %s is the program's own flag, write %s -- %s)", a, a, c.name, a)
+		}
+		if err := c.flags.Set(name, c.args[i+1]); err != nil {
+			return c.usagef("%s %s: %v (if %s is the program's own flag, write %s -- %s)", a, c.args[i+1], err, a, c.name, strings.Join(c.args[i:], " "))
+		}
+		i += 2
+	}
+	c.args = c.args[i:]
 	return nil
 }
 

@@ -81,6 +81,7 @@ var expectations = map[string]expectation{
 	"mcp_init_fails":     {fail: true, output: []string{`mcp s initialize: .*server pid \d+`, `session stderr:`, `bye from stderr`}},
 	"setup_fails":        {fail: true, outcome: "SETUP-FAIL", output: []string{`SETUP-FAIL: precondition failed: .*fail: rc=3`}},
 	"usage":              {fail: true, output: []string{`spawn: wrong number of arguments`, `usage: spawn \[-timeout d\] NAME cmd args`}},
+	"target_flag_hint":   {fail: true, output: []string{`target: -timeout soon: .*\(if -timeout is the program's own flag, write target -- -timeout soon\)`}},
 	"neg_never":          {fail: true, output: []string{"spawn does not support `!`"}},
 	"logtail_on_failure": {fail: true, output: []string{`tail of the target log logs/fake.log:`, `the daemon said why`}},
 	"leak_red": {fail: true, output: []string{`LEAK_MEASURE metric=uss .*verdict=RED`, `leak leak1: 200 ops in \S+ against process with REPROBOARD_SECTION=\S+ and cmdline ~  mcp\$ \(go\S+ GOGC=100 GOMEMLIMIT=off\): RED uss slope=\S+/op > budget 16KiB/op`,

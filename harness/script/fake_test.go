@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -44,9 +45,15 @@ func fake(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: fake CMD")
 		return 2
 	}
+	if strings.HasPrefix(args[0], "-") { // flags of its own: print them back
+		fmt.Println(strings.Join(args, " "))
+		return 0
+	}
 	switch args[0] {
 	case "echo":
 		fmt.Println(strings.Join(args[1:], " "))
+	case "cat":
+		io.Copy(os.Stdout, os.Stdin)
 	case "printenv":
 		v, ok := os.LookupEnv(args[1])
 		if !ok {

@@ -42,12 +42,13 @@ func describe(args []string, res section.Result) string {
 }
 
 var cmdTarget = command{
-	usage: "[!] target [-timeout d] [-stdin FILE] args... — run the target binary; ! expects a non-zero exit (a timeout always fails)",
+	usage: "[!] target [-timeout d] [-stdin FILE] [--] args... — run the target binary with args (its own flags pass through: target --daemonize yes; -- only before an arg named -timeout or -stdin); ! expects a non-zero exit (a timeout always fails)",
 	neg:   negSelf,
+	bang:  "expects a non-zero exit; a timeout fails either way",
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
 		stdinFile := c.flags.String("stdin", "", "file fed to standard input")
-		if err := c.parse(0, -1); err != nil {
+		if err := c.parseLeading(); err != nil {
 			return err
 		}
 		var stdin []byte
