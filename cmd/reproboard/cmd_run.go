@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ and writes the reports. The raw events and the JSON report stay in --out.
 Flags:
   --config FILE   the board config (default boards.yaml); go commands run
                   in its directory
+  --target NAME   run every named board against target NAME of
+                  boards.yaml instead of its own (default $REPROBOARD_TARGET;
+                  the difference is said)
   --shard K/N     run only shard K of N; merge the shards' JSON reports
                   with 'reproboard merge'
 ` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1)
@@ -43,6 +47,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	configPath := fs.String("config", "boards.yaml", "")
 	shard := fs.String("shard", "", "")
+	targetName := fs.String("target", os.Getenv(envTarget), "")
 	strict := fs.Bool("strict", false, "")
 	out := fs.String("out", "out", "")
 	timeout := fs.Duration("timeout", 30*time.Minute, "")
@@ -70,6 +75,21 @@ func runRun(c *cli, cmd *command, args []string) int {
 	if err != nil {
 		return c.usageError(cmd, "%v", err)
 	}
+	if *targetName != "" {
+		if s.cfg.Target(*targetName) == nil {
+			var known []string
+			for _, t := range s.cfg.Targets {
+				known = append(known, t.Name)
+			}
+			return c.usageError(cmd, "--target %s: %s has no such target; targets: %s", *targetName, s.cfg.Path, strings.Join(known, ", "))
+		}
+		s.target = *targetName
+		for _, spec := range specs {
+			if spec.Target != s.target {
+				fmt.Fprintf(c.stderr, "board %s: target %s (--target) instead of the board's own %s\n", spec.Name, s.target, spec.Target)
+			}
+		}
+	}
 	for _, spec := range specs { // build before the dry run: a broken target shows at once
 		if _, err := s.targetEnv(c.ctx, spec); err != nil {
 			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
@@ -93,7 +113,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 			// with why, as a board that verified nothing.
 			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
 			b = board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemGoTest, Message: err.Error()}}}, s.cfg.KnownRed,
-				board.Options{Board: spec.Name, Target: spec.Target, Gating: spec.Gating, Strict: *strict, Shard: *shard})
+				board.Options{Board: spec.Name, Target: s.targetOf(spec), Gating: spec.Gating, Strict: *strict, Shard: *shard})
 		}
 		var events []string
 		if b.Events != "" {

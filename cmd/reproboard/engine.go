@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/outcome"
+	"github.com/reproboard/reproboard/harness/target"
 )
 
 // session is one invocation's view of a boards.yaml: go commands run in
@@ -28,7 +29,10 @@ type session struct {
 	timeout  time.Duration
 	deadline time.Duration
 	binaries map[string]string // target -> built or found binary
-	failed   map[string]error  // target -> why it has no binary: build once, fail once
+	// target, when set (--target, REPROBOARD_TARGET), replaces every
+	// board's own target.
+	target string
+	failed map[string]error // target -> why it has no binary: build once, fail once
 }
 
 func (c *cli) openSession(configPath, out string) (*session, error) {
@@ -89,23 +93,28 @@ func (s *session) baseEnv(spec *config.BoardSpec) []string {
 	}
 	env = append(env, envConfig+"="+s.cfgAbs)
 	if spec != nil {
-		env = append(env, envBoard+"="+spec.Name, envTarget+"="+spec.Target)
+		env = append(env, envBoard+"="+spec.Name, envTarget+"="+s.targetOf(spec))
 	}
 	return env
 }
 
-// targetEnv is baseEnv plus the target's binary and extra variables.
+// targetOf is the target a board runs against: --target when given.
+func (s *session) targetOf(spec *config.BoardSpec) string {
+	if s.target != "" {
+		return s.target
+	}
+	return spec.Target
+}
+
+// targetEnv is baseEnv plus the target's binary. The target's env: is
+// applied by each section, which expands its variables.
 func (s *session) targetEnv(ctx context.Context, spec *config.BoardSpec) ([]string, error) {
-	t := s.cfg.Target(spec.Target)
+	t := s.cfg.Target(s.targetOf(spec))
 	bin, err := s.binary(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	env := append(s.baseEnv(spec), envTargetBinary+"="+bin)
-	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
-		env = append(env, k+"="+t.Env[k])
-	}
-	return env, nil
+	return append(s.baseEnv(spec), envTargetBinary+"="+bin), nil
 }
 
 // binary builds the target once per invocation, or finds its binary.
@@ -122,6 +131,7 @@ func (s *session) binary(ctx context.Context, t *config.Target) (string, error) 
 		return "", err
 	}
 	s.binaries[t.Name] = bin
+	fmt.Fprintf(s.c.stderr, "target %s: %s (%s)\n", t.Name, bin, target.Hash(bin))
 	return bin, nil
 }
 
@@ -141,6 +151,12 @@ func (s *session) findBinary(ctx context.Context, t *config.Target) (string, err
 			}
 			return "", fmt.Errorf("target %s did not build: %s\n%s", t.Name, cause, strings.TrimSpace(excerpt.Excerpt(tail, 0)))
 		}
+	case t.Binary != "" && !strings.Contains(t.Binary, "/"):
+		p, err := exec.LookPath(t.Binary)
+		if err != nil {
+			return "", fmt.Errorf("target %s: %s is not installed: no %s in $PATH; install it, or give binary: a path (%s)", t.Name, t.Binary, t.Binary, t.Pos)
+		}
+		bin = p
 	case t.Binary != "":
 		bin = t.Binary
 		if !filepath.IsAbs(bin) {
@@ -256,7 +272,7 @@ type runSpec struct {
 // from running at all (its target did not build) become the board's own
 // problem, so the reports show them like any other.
 func (s *session) runBoard(ctx context.Context, r runSpec) (*board.Board, error) {
-	opts := board.Options{Board: r.spec.Name, Target: r.spec.Target, Gating: r.spec.Gating, Strict: r.strict,
+	opts := board.Options{Board: r.spec.Name, Target: s.targetOf(r.spec), Gating: r.spec.Gating, Strict: r.strict,
 		Platform: config.Platform(), Shard: r.shard, Expected: r.expected}
 	env, err := s.targetEnv(ctx, r.spec)
 	if err != nil { // the caller has said why; the board's reports say it again

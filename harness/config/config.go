@@ -39,8 +39,14 @@ type Target struct {
 	Binary, BinaryEnv, Build string
 	CacheVar, RuntimeVar     string // the target's own env var names
 	Log                      string // its log file, relative to the cache dir
-	Env                      map[string]string
-	Pos                      Pos
+	// Env is set for every process of a section; a value's $VAR or ${VAR}
+	// expands from the section's variables ($SECTION, $CACHE, $RUNTIME,
+	// $HOME, $TMPDIR, ...) and the variables EnvPass names.
+	Env map[string]string
+	// EnvPass names variables of the outer environment that scripts see
+	// as script variables and Env values may expand.
+	EnvPass []string
+	Pos     Pos
 }
 
 // BoardSpec is one board of boards.yaml (BoardSpec, not Board: a Board is
@@ -247,7 +253,7 @@ func (v *validator) config(body any, cfg *Config) {
 func (v *validator) target(e namedEntry) *Target {
 	t := &Target{Name: e.name, Pos: e.pos}
 	where := fmt.Sprintf("in target %q", e.name)
-	fields := v.mapping(e.value, where, "binary", "binary_env", "build", "cache_var", "runtime_var", "log", "env")
+	fields := v.mapping(e.value, where, "binary", "binary_env", "build", "cache_var", "runtime_var", "log", "env", "env_pass")
 	if fields == nil {
 		return nil
 	}
@@ -279,8 +285,7 @@ func (v *validator) target(e namedEntry) *Target {
 	for _, k := range []string{"cache_var", "runtime_var"} {
 		f, ok := fields[k]
 		if !ok {
-			v.errorf(e.pos, "target %q has no %s; name the environment variable the target reads it from", e.name, k)
-			continue
+			continue // optional: a program that takes its directories as flags uses $CACHE and $RUNTIME
 		}
 		s, _ := v.str(f, k)
 		v.envName(f, s)
@@ -298,6 +303,14 @@ func (v *validator) target(e namedEntry) *Target {
 	}
 	if f, ok := fields["env"]; ok {
 		t.Env = v.strMap(f, "env")
+	}
+	if f, ok := fields["env_pass"]; ok {
+		t.EnvPass = v.strList(f, "env_pass")
+		for _, name := range t.EnvPass {
+			if !envNameRE.MatchString(name) {
+				v.errorf(v.valuePos(f), "env_pass %q is not an environment variable name; use letters, digits and _", name)
+			}
+		}
 	}
 	return t
 }

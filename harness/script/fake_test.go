@@ -29,13 +29,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FAKE_TARGET") == "1" {
 		os.Exit(fake(os.Args[1:]))
 	}
+	os.Setenv("REPROBOARD_TEST_PASS", "outer") // passed to the fake by its profile's env_pass
 	os.Exit(section.Main(m))
 }
 
 func fakeTarget() *target.Target {
 	return &target.Target{
 		Target: &config.Target{Name: "fake", CacheVar: "FAKE_CACHE", RuntimeVar: "FAKE_RUNTIME",
-			Log: "logs/fake.log", Env: map[string]string{"FAKE_TARGET": "1"}},
+			Log: "logs/fake.log", Env: map[string]string{"FAKE_TARGET": "1", "FAKE_DATA": "$CACHE/data",
+				"FAKE_PASSED": "${REPROBOARD_TEST_PASS}-and-$FAKE_DATA"}, EnvPass: []string{"REPROBOARD_TEST_PASS"}},
 		Path: os.Args[0],
 	}
 }

@@ -173,6 +173,8 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 		for _, k := range slices.Sorted(mapsKeys(st.target.Env)) {
 			cfg.Env = append(cfg.Env, k+"="+st.target.Env[k])
 		}
+		cfg.Expand, cfg.Pass = true, st.target.EnvPass
+		sayTarget(t, st.target)
 	}
 	r, err := section.DefaultRun()
 	if err != nil {
@@ -181,12 +183,22 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 	}
 	st.sec, err = section.New(r, cfg)
 	if err != nil {
+		if st.target != nil && len(st.target.Env) > 0 {
+			err = fmt.Errorf("%w (target %s's env:, %s)", err, st.target.Name, st.target.Pos)
+		}
 		outcome.Mark(t, outcome.SetupFail, err.Error())
-		return err
+		return fmt.Errorf("SETUP-FAIL: %v", err)
 	}
 	env.Vars = append(env.Vars, st.sec.Vars()...)
 	env.Vars = append(env.Vars,
 		"SECTION="+st.sec.Root, "CACHE="+st.sec.Cache, "RUNTIME="+st.sec.Runtime)
+	if st.target != nil {
+		for _, name := range st.target.EnvPass {
+			if v, ok := os.LookupEnv(name); ok {
+				env.Vars = append(env.Vars, name+"="+v)
+			}
+		}
+	}
 	if st.target != nil {
 		env.Vars = append(env.Vars, "TARGET="+st.target.Path, "TARGET_NAME="+st.target.Name,
 			"TARGET_LOG="+st.target.LogPath(st.sec.Cache))
@@ -204,6 +216,23 @@ func setup(env *testscript.Env, p Params, deadline time.Time) error {
 	env.Defer(st.finish)
 	return nil
 }
+
+// saidTarget keeps the targets this test binary has named already.
+var saidTarget sync.Map
+
+// sayTarget says once per test binary which target and binary the scripts
+// run against, and why (shown with -v, and again in every failing section);
+// every section carries it as an attribute for the board.
+func sayTarget(t TB, tg *target.Target) {
+	t.Attr(AttrTarget, tg.Name+" "+tg.Path+" "+tg.Hash)
+	if _, said := saidTarget.LoadOrStore(tg.Name, true); !said {
+		t.Logf("reproboard: %s", tg.Describe())
+	}
+}
+
+// AttrTarget is the test attribute naming the target a section ran:
+// "NAME PATH sha256:HASH".
+const AttrTarget = "reproboard.target"
 
 func mapsKeys(m map[string]string) func(func(string) bool) {
 	return func(yield func(string) bool) {
@@ -232,6 +261,9 @@ func (st *state) finish() {
 	failed := t.Failed()
 	if failed {
 		st.logTail()
+		if st.target != nil {
+			t.Logf("reproboard: %s", st.target.Describe())
+		}
 	}
 	section.Report(t, st.sec.Close())
 	switch {

@@ -36,6 +36,14 @@ type Config struct {
 	CacheVar, RuntimeVar string
 	// Env holds extra KEY=VALUE entries for every process of the section.
 	Env []string
+	// Expand expands $VAR and ${VAR} in Env's values from the section's
+	// variables (SECTION, CACHE, RUNTIME, HOME, TMPDIR, the XDG ones, the
+	// cache and runtime variables), earlier Env entries and the variables
+	// of the outer environment that Pass names. Any other variable is an
+	// error: a value that silently lost a part is worse.
+	Expand bool
+	// Pass names variables of the outer environment Env may expand.
+	Pass []string
 	// Deadline ends every command of the section; zero means 10 minutes.
 	Deadline time.Time
 	// Keep keeps the root after the section ends.
@@ -160,8 +168,55 @@ func New(r *backstop.Run, cfg Config) (*Section, error) {
 			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
 		}
 	}
+	if cfg.Expand {
+		env, err := s.expand(cfg.Env)
+		if err != nil {
+			os.RemoveAll(root)
+			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
+		}
+		s.cfg.Env = env
+	}
 	s.env = s.buildEnv(os.Environ())
 	return s, nil
+}
+
+// expand expands the variables in env's values; see Config.Expand.
+func (s *Section) expand(env []string) ([]string, error) {
+	vars := map[string]string{"SECTION": s.Root, "CACHE": s.Cache, "RUNTIME": s.Runtime}
+	own := s.cfg.Env
+	s.cfg.Env = nil
+	for _, kv := range s.buildEnv(nil) {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	s.cfg.Env = own
+	for _, name := range s.cfg.Pass {
+		if v, ok := os.LookupEnv(name); ok {
+			vars[name] = v
+		}
+	}
+	var out []string
+	var errs []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		v = os.Expand(v, func(name string) string {
+			val, ok := vars[name]
+			if !ok {
+				hint := "pass it with env_pass"
+				if slices.Contains(s.cfg.Pass, name) {
+					hint = "it is in env_pass but not set in the environment"
+				}
+				errs = append(errs, fmt.Sprintf("env %s=%s: $%s is not a section variable (%s)", k, strings.SplitN(kv, "=", 2)[1], name, hint))
+			}
+			return val
+		})
+		vars[k] = v
+		out = append(out, k+"="+v)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
 }
 
 // redirected are replaced in the inherited environment, so that nothing a

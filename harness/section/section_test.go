@@ -325,3 +325,28 @@ func TestSweepFromAnotherBaseSparesLiveRuns(t *testing.T) {
 	assert.True(t, daemon.Alive(), "a sweep under %s killed a live run's daemon: %s", other, sweep.Stopped)
 	assert.NotContains(t, pidsOf(sweep.Stopped.Stopped()), daemon.Pid)
 }
+
+// Env values expand from the section's variables, earlier entries and the
+// outer variables Pass names; any other variable is an error that says so.
+func TestEnvExpansion(t *testing.T) {
+	t.Setenv("SECTION_TEST_OUTER", "outer")
+	t.Setenv("SECTION_TEST_HIDDEN", "hidden")
+	s := newSection(t, Config{CacheVar: "DEMO_CACHE", Expand: true, Pass: []string{"SECTION_TEST_OUTER"},
+		Env: []string{"DATA=$CACHE/data", "RUN=${RUNTIME}/r", "BOTH=$SECTION_TEST_OUTER:$DATA", "H=$HOME", "C=$DEMO_CACHE"}})
+	env := map[string]string{}
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	assert.Equal(t, s.Cache+"/data", env["DATA"])
+	assert.Equal(t, s.Runtime+"/r", env["RUN"])
+	assert.Equal(t, "outer:"+s.Cache+"/data", env["BOTH"])
+	assert.Equal(t, s.Home, env["H"])
+	assert.Equal(t, s.Cache, env["C"])
+
+	r, err := DefaultRun()
+	require.NoError(t, err)
+	_, err = New(r, Config{Name: t.Name() + "-bad", Expand: true, Env: []string{"X=$SECTION_TEST_HIDDEN/x"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "env X=$SECTION_TEST_HIDDEN/x: $SECTION_TEST_HIDDEN is not a section variable (pass it with env_pass)")
+}

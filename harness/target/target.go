@@ -1,15 +1,20 @@
 // Package target resolves the program a section runs against: a profile of
-// boards.yaml picked by REPROBOARD_TARGET, and its binary, built once per
-// test binary when the profile names a Go package.
+// boards.yaml (the target of the board that lists the test's package, or
+// the one REPROBOARD_TARGET names), and its binary, built once per test
+// binary when the profile names a Go package.
 package target
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +24,8 @@ import (
 
 // Environment variables that steer the choice.
 const (
-	// NameEnv picks a profile by name; the default is the first board's target.
+	// NameEnv picks a profile by name, over the target of the board that
+	// lists the package; a difference is said.
 	NameEnv = "REPROBOARD_TARGET"
 	// BinaryEnv, set by the board runner after it built the target once,
 	// is used instead of resolving the profile's binary again.
@@ -32,7 +38,9 @@ const (
 // Target is a resolved profile.
 type Target struct {
 	*config.Target
-	Path string // absolute path of the binary
+	Path   string // absolute path of the binary
+	Hash   string // sha256:<12 hex> of the binary, set by Resolve
+	Choice Choice // why this profile, set by Resolve
 }
 
 // LogPath is the target's log file inside a cache directory ("" if none).
@@ -82,16 +90,120 @@ func FindConfig() (string, error) {
 	}
 }
 
-// Name is the profile the environment asks for, or the default.
-func Name(cfg *config.Config) string {
-	if n := os.Getenv(NameEnv); n != "" {
-		return n
+// Choice is which profile a test binary runs against, and why.
+type Choice struct {
+	Name string
+	// Why says where the choice came from, for the line every run prints:
+	// "board guards lists package ./guards", "REPROBOARD_TARGET", ...
+	Why string
+	// Mismatch is set when an explicit REPROBOARD_TARGET differs from the
+	// target of the board that lists the package: said, not silent.
+	Mismatch string
+}
+
+// Name is the profile the environment asks for, or the default; see Choose.
+func Name(cfg *config.Config) string { return Choose(cfg, "").Name }
+
+// Choose picks the profile for the package in directory pkgDir ("" for
+// the working directory, where go test runs a test binary): REPROBOARD_TARGET
+// when set, else the target of the first board whose packages list the
+// package, else the first board's target.
+func Choose(cfg *config.Config, pkgDir string) Choice {
+	if pkgDir == "" {
+		pkgDir, _ = os.Getwd()
 	}
-	if len(cfg.Boards) > 0 {
-		return cfg.Boards[0].Target
+	own, board, pkg := boardOf(cfg, pkgDir)
+	if n := os.Getenv(NameEnv); n != "" {
+		c := Choice{Name: n, Why: NameEnv}
+		if b := os.Getenv(BoardEnv); b != "" {
+			c.Why = "board " + b + " (" + NameEnv + ")"
+		}
+		if own != "" && own != n {
+			c.Mismatch = fmt.Sprintf("%s=%s overrides %s, the target of board %s, which lists package %s", NameEnv, n, own, board, pkg)
+		}
+		return c
+	}
+	if own != "" {
+		return Choice{Name: own, Why: fmt.Sprintf("board %s lists package %s", board, pkg)}
+	}
+	for _, b := range cfg.Boards {
+		return Choice{Name: b.Target, Why: fmt.Sprintf("package %s is on no board of %s; the first board's target", pkg, filepath.Base(cfg.Path))}
 	}
 	if len(cfg.Targets) > 0 {
-		return cfg.Targets[0].Name
+		return Choice{Name: cfg.Targets[0].Name, Why: "the first target: no board"}
+	}
+	return Choice{}
+}
+
+// BoardEnv is set by the board runner to the board being run.
+const BoardEnv = "REPROBOARD_BOARD"
+
+// boardOf finds the first board whose package patterns match the package
+// in dir: its target, its name and the package as the board writes it.
+func boardOf(cfg *config.Config, dir string) (target, board, pkg string) {
+	root := filepath.Dir(cfg.Path)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", "", dir
+	}
+	rel = filepath.ToSlash(rel)
+	pkg = "./" + rel
+	if rel == "." {
+		pkg = "."
+	}
+	module := modulePath(root)
+	for _, b := range cfg.Boards {
+		for _, p := range b.Packages {
+			if matchPackage(p, rel, module) {
+				return b.Target, b.Name, pkg
+			}
+		}
+	}
+	return "", "", pkg
+}
+
+// matchPackage reports whether a go package pattern (./x, ./x/..., ./...,
+// or an import path under module) names the package at rel ("." or a/b).
+func matchPackage(pattern, rel, module string) bool {
+	switch {
+	case pattern == "." || pattern == "./":
+		pattern = ""
+	case strings.HasPrefix(pattern, "./"):
+		pattern = strings.TrimPrefix(pattern, "./")
+	case module != "" && (pattern == module || strings.HasPrefix(pattern, module+"/")):
+		pattern = strings.TrimPrefix(strings.TrimPrefix(pattern, module), "/")
+	default:
+		return false
+	}
+	if rel == "." {
+		rel = ""
+	}
+	if rest, ok := strings.CutSuffix(pattern, "..."); ok {
+		rest = strings.TrimSuffix(rest, "/")
+		return rest == "" || rel == rest || strings.HasPrefix(rel, rest+"/")
+	}
+	return strings.TrimSuffix(pattern, "/") == rel
+}
+
+// modulePath is the module line of root/go.mod, or "".
+func modulePath(root string) string {
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
 	}
 	return ""
 }
@@ -109,7 +221,8 @@ func Resolve(binDir string) (*Target, error) {
 	if err != nil {
 		return nil, &SetupError{err}
 	}
-	name := Name(cfg)
+	choice := Choose(cfg, "")
+	name := choice.Name
 	mu.Lock()
 	defer mu.Unlock()
 	if t, ok := resolved[name]; ok {
@@ -120,12 +233,48 @@ func Resolve(binDir string) (*Target, error) {
 	}
 	t, err := resolve(cfg, name, filepath.Dir(path), binDir)
 	if err != nil {
+		if choice.Mismatch != "" {
+			err = fmt.Errorf("%w (%s)", err, choice.Mismatch)
+		}
 		err = &SetupError{err}
 		failed[name] = err
 		return nil, err
 	}
+	t.Choice = choice
+	t.Hash = hashFile(t.Path)
 	resolved[name] = t
 	return t, nil
+}
+
+// Hash is a binary's identity for the line a run prints; see hashFile.
+func Hash(path string) string { return hashFile(path) }
+
+// hashFile is the binary's identity for the line a run prints: the first
+// 12 hex digits of its SHA-256, or why it could not be read.
+func hashFile(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// Describe is the one line that says which target and binary run, and why:
+// "target demod: /tmp/.../demod (sha256:0123456789ab) — board guards lists package ./guards".
+func (t *Target) Describe() string {
+	s := fmt.Sprintf("target %s: %s (%s)", t.Name, t.Path, t.Hash)
+	if t.Choice.Why != "" {
+		s += " — " + t.Choice.Why
+	}
+	if t.Choice.Mismatch != "" {
+		s += "; note: " + t.Choice.Mismatch
+	}
+	return s
 }
 
 func resolve(cfg *config.Config, name, root, binDir string) (*Target, error) {
@@ -141,6 +290,13 @@ func resolve(cfg *config.Config, name, root, binDir string) (*Target, error) {
 	switch {
 	case os.Getenv(BinaryEnv) != "":
 		t.Path = os.Getenv(BinaryEnv)
+	case prof.Binary != "" && !strings.Contains(prof.Binary, "/"):
+		// A bare name is a program installed on the machine: found in PATH.
+		p, err := exec.LookPath(prof.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %s is not installed: no %s in $PATH (%s); install it, or give binary: a path (%s)", name, prof.Binary, prof.Binary, os.Getenv("PATH"), prof.Pos)
+		}
+		t.Path = p
 	case prof.Binary != "":
 		t.Path = prof.Binary
 		if !filepath.IsAbs(t.Path) {

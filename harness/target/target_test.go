@@ -102,3 +102,48 @@ func TestResolveReportsSetupErrors(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, se.Error(), "which is not set")
 }
+
+// A package listed by a board runs against that board's target; an
+// explicit REPROBOARD_TARGET wins and the difference is said.
+func TestChooseByTheBoardThatListsThePackage(t *testing.T) {
+	cfg := loadProfiles(t, `
+targets:
+  one: {binary: ./one}
+  two: {binary: ./two}
+  three: {binary: ./three}
+boards:
+  a: {packages: [./a/...], target: one, gating: true}
+  b: {packages: [./b, example.com/m/c/...], target: two, gating: true}
+`)
+	root := filepath.Dir(cfg.Path)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n"), 0o644))
+	t.Setenv(NameEnv, "")
+	t.Setenv(BoardEnv, "")
+	for dir, want := range map[string]Choice{
+		"a":     {Name: "one", Why: "board a lists package ./a"},
+		"a/x/y": {Name: "one", Why: "board a lists package ./a/x/y"},
+		"b":     {Name: "two", Why: "board b lists package ./b"},
+		"c/d":   {Name: "two", Why: "board b lists package ./c/d"},
+		"bb":    {Name: "one", Why: "package ./bb is on no board of boards.yaml; the first board's target"},
+		"b/sub": {Name: "one", Why: "package ./b/sub is on no board of boards.yaml; the first board's target"},
+	} {
+		assert.Equal(t, want, Choose(cfg, filepath.Join(root, dir)), dir)
+	}
+	t.Setenv(NameEnv, "three")
+	got := Choose(cfg, filepath.Join(root, "b"))
+	assert.Equal(t, "three", got.Name)
+	assert.Equal(t, "REPROBOARD_TARGET=three overrides two, the target of board b, which lists package ./b", got.Mismatch)
+	t.Setenv(NameEnv, "two")
+	assert.Empty(t, Choose(cfg, filepath.Join(root, "b")).Mismatch, "the same target is no mismatch")
+}
+
+func TestBareBinaryNameIsFoundInPath(t *testing.T) {
+	cfg := loadProfiles(t, "targets:\n  sh: {binary: sh}\n  nope: {binary: reproboard-no-such-program}\nboards:\n  b: {packages: [./...], target: sh, gating: true}\n")
+	root := filepath.Dir(cfg.Path)
+	t.Setenv(BinaryEnv, "")
+	got, err := resolve(cfg, "sh", root, t.TempDir())
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(got.Path), got.Path)
+	_, err = resolve(cfg, "nope", root, t.TempDir())
+	assert.ErrorContains(t, err, "target nope: reproboard-no-such-program is not installed: no reproboard-no-such-program in $PATH")
+}
