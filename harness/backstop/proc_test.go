@@ -62,3 +62,37 @@ func TestStateZombieAndGone(t *testing.T) {
 	_, _, err = State(pid)
 	assert.ErrorIs(t, err, ErrGone)
 }
+
+// A child some exec.Cmd will wait for, but that never called Own
+// (testscript's exec does not), is a fresh zombie: ReapOrphans must leave
+// its status to that Wait, and take only a zombie that stays one.
+func TestReapOrphansLeavesAFreshZombieToItsWait(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no true binary: %v", err)
+	}
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, state, err := State(pid)
+		require.NoError(t, err)
+		if Finished(state) {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "true did not exit within 5s (state %c)", state)
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, 0, ReapOrphans(), "a fresh zombie is not an orphan")
+	require.NoError(t, cmd.Wait(), "its own Wait still gets its status")
+
+	// One nobody waits for: reaped once it has stayed a zombie.
+	orphan := exec.Command("true")
+	require.NoError(t, orphan.Start())
+	opid := orphan.Process.Pid
+	time.Sleep(50 * time.Millisecond)
+	ReapOrphans() // first seen
+	time.Sleep(orphanAge + 100*time.Millisecond)
+	assert.Equal(t, 1, ReapOrphans())
+	_, _, err := State(opid)
+	assert.ErrorIs(t, err, ErrGone)
+}

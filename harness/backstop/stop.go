@@ -164,12 +164,19 @@ func Disown(pid int) { owned.Delete(pid) }
 // ReapOrphans collects the exit status of zombie children of this process
 // that no exec.Cmd waits for: orphans reparented here as subreaper. Only
 // those pids are waited for, never -1, so no exec.Cmd loses its status.
+//
+// A child started by code that does not call Own (testscript's own exec,
+// or an exec.Cmd between Start and Own) is a zombie only until its Wait
+// collects it, which is at once; an orphan stays one. So a zombie is
+// reaped only once it has stayed one for orphanAge: a fresh zombie may be
+// some exec.Cmd's, and taking its status would fail that Wait with ECHILD.
 func ReapOrphans() int {
 	self := os.Getpid()
 	all, err := pids()
 	if err != nil {
 		return 0
 	}
+	now := time.Now()
 	n := 0
 	for _, pid := range all {
 		if _, mine := owned.Load(pid); mine {
@@ -179,10 +186,35 @@ func ReapOrphans() int {
 		if err != nil || st.ppid != self || st.state != 'Z' {
 			continue
 		}
+		key := zombieKey{pid, st.start}
+		first, seen := zombies.LoadOrStore(key, now)
+		if !seen || now.Sub(first.(time.Time)) < orphanAge {
+			continue
+		}
 		var ws unix.WaitStatus
 		if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
 			n++
 		}
+		zombies.Delete(key)
 	}
+	// Forget zombies that are gone (collected by their own Wait).
+	zombies.Range(func(k, _ any) bool {
+		if st, err := readStat(k.(zombieKey).pid); err != nil || st.start != k.(zombieKey).start || st.state != 'Z' {
+			zombies.Delete(k)
+		}
+		return true
+	})
 	return n
 }
+
+// orphanAge is how long a child must stay a zombie before ReapOrphans
+// takes it for an orphan.
+const orphanAge = time.Second
+
+type zombieKey struct {
+	pid   int
+	start uint64
+}
+
+// zombies holds when each unowned zombie child was first seen.
+var zombies sync.Map
