@@ -7,7 +7,7 @@ OUT      ?= out
 TEST_PKGS = ./harness/... ./guards/... ./examples/... ./cmd/...
 GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
 
-.PHONY: test vet board guards repro bench clean
+.PHONY: test vet board redis-board guards repro bench clean
 
 ## test: vet, then every test that must pass (1 minute on 2 cores; 3 with an empty build cache)
 test: vet
@@ -20,6 +20,10 @@ vet:
 ## board: both boards against the embedded demo target; reports in out/
 board:
 	$(GO) run ./cmd/reproboard run --out $(OUT) --html $(OUT)/board.html --md $(OUT)/board.md --json $(OUT)/board.json --junit $(OUT)/junit.xml
+
+## redis-board: the worked example on a program nobody here wrote (needs redis-server, redis-tools)
+redis-board:
+	$(GO) run ./cmd/reproboard run --config examples/redis/boards.yaml --out $(OUT)/redis --md $(OUT)/redis/board.md
 
 ## guards: the gating guard suite, plain Go tooling
 guards:

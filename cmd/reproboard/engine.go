@@ -275,7 +275,14 @@ func (s *session) runBoard(ctx context.Context, r runSpec) (*board.Board, error)
 	opts := board.Options{Board: r.spec.Name, Target: s.targetOf(r.spec), Gating: r.spec.Gating, Strict: r.strict,
 		Platform: config.Platform(), Shard: r.shard, Expected: r.expected}
 	env, err := s.targetEnv(ctx, r.spec)
-	if err != nil { // the caller has said why; the board's reports say it again
+	switch {
+	case err == nil:
+	case s.cfg.Target(s.targetOf(r.spec)).Build == "":
+		// A program that is not installed (or a variable not set): the
+		// sections still run, each one SETUP-FAIL saying why, as they do
+		// under plain go test.
+		env = s.baseEnv(r.spec)
+	default: // the caller has said why; the board's reports say it again
 		return board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemBuild, Message: firstLine(err.Error()), Excerpt: excerpt.Excerpt(err.Error(), 0)}}}, s.cfg.KnownRed, opts), nil
 	}
 	if r.shard != "" {
