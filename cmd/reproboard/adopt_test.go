@@ -95,6 +95,19 @@ stdout '^'$CACHE'/alpha$'
 target env ALPHA_FROM
 stdout '^outer-via-'$HOME'$'
 `,
+		"guards/beta/skip_test.go": `package beta
+
+import (
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+func TestAAOnlyOnPlan9(t *testing.T) {
+	t.Skip("needs plan9")
+	outcome.Select(t)
+}
+`,
 		"guards/beta/testdata/beta.txtar": `target --port 6380
 stdout '^beta --port 6380$'
 `,
@@ -158,6 +171,12 @@ func TestAdopterModuleTargetsPerPackage(t *testing.T) {
 		assert.Contains(t, out, "> stdout '^beta --port 6380$'")
 		assert.Contains(t, out, "alpha --port 6380")
 		assert.Contains(t, out, "REPROBOARD_TARGET=alpha overrides beta, the target of board b, which lists package ./guards/beta")
+	})
+
+	t.Run("list", func(t *testing.T) {
+		code, stdout, stderr := invoke(t, "list", "--config", filepath.Join(dir, "boards.yaml"))
+		require.Equal(t, 0, code, stderr)
+		assert.Regexp(t, `(?m)^board b \(gating, target beta\): example\.com/adopter/guards/beta/\.\.\.\n  TestAAOnlyOnPlan9\s+example\.com/adopter/guards/beta\s+skipped, not counted: needs plan9\n  TestGuards/beta\s+example\.com/adopter/guards/beta\n`, stdout, "sorted, and the skip is marked")
 	})
 
 	t.Run("run --target", func(t *testing.T) {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/config"
+	"github.com/reproboard/reproboard/harness/excerpt"
 )
 
 var listCommand = &command{
@@ -14,8 +18,10 @@ var listCommand = &command{
 	summary: "list boards, their sections (by a dry run) and the known reds",
 	usage: `usage: reproboard list [--config FILE]
 
-Lists every board of boards.yaml with its sections, found by a dry run
-(REPROBOARD_DRYRUN=1: sections are created and skipped, none runs), and
+Lists every board of boards.yaml with its sections in name order, found
+by a dry run (REPROBOARD_DRYRUN=1: sections are created and skipped, none
+runs; one that skips for its own reason first is marked "skipped, not
+counted"), and
 the known_red entries with their issues. Exits 2 if the config is
 invalid, a package does not build, or a known_red entry names no test.
 
@@ -56,13 +62,22 @@ func runList(c *cli, cmd *command, args []string) int {
 			fmt.Fprintf(c.stdout, "  %s\n", spec.Description)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		for _, sr := range res.Sections {
+		sections := slices.Clone(res.Sections)
+		slices.SortStableFunc(sections, func(a, b board.SectionResult) int {
+			return cmp.Or(strings.Compare(a.Test, b.Test), strings.Compare(a.Package, b.Package))
+		})
+		for _, sr := range sections {
 			names = append(names, sr.Test)
 			line := "  " + sr.Test + "\t" + sr.Package
 			for _, k := range s.cfg.KnownRed {
 				if k.Test == sr.Test {
 					line += fmt.Sprintf("\tknown-red #%d", k.Issue)
 				}
+			}
+			if sr.Action == "skip" && !sr.Listed() && !strings.Contains(sr.Output, "reproboard dry run") {
+				// It skipped for its own reason before the dry run reached
+				// it: a run skips it too, and does not count it.
+				line += "\tskipped, not counted: " + excerpt.OneLine(sr.SkipReason, 80)
 			}
 			fmt.Fprintln(tw, line)
 		}

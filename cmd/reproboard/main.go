@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/term"
+
 	"github.com/reproboard/reproboard/harness/board"
 )
 
@@ -138,13 +140,29 @@ func (c *cli) fail(cmd *command, err error) int {
 // a setup failure (2), which beats green (0); see board.CombineExit.
 func combineExit(codes []int) int { return board.CombineExit(codes) }
 
-// isTerminal reports whether w is a terminal (colour, an updating
-// progress line); NO_COLOR and TERM=dumb turn it off.
+// isTerminal reports whether w is a terminal: the progress line updates
+// in place there (NO_COLOR does not change that; TERM=dumb does).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
+}
+
+// useColor reports whether to colour what goes to w: a terminal, unless
+// NO_COLOR is set (https://no-color.org).
+func useColor(w io.Writer) bool { return isTerminal(w) && os.Getenv("NO_COLOR") == "" }
+
+// termWidth is w's width in columns, or 0 when it does not say (the
+// reports then use 80).
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+		return cols
+	}
+	return 0
 }

@@ -78,7 +78,7 @@ func (rp *reporter) reportPath(p, name string) string {
 func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, events []string) error {
 	rp.boards = append(rp.boards, b)
 	var errs []error
-	if err := report.WriteTerminal(rp.c.stdout, b, report.TerminalOptions{Color: isTerminal(rp.c.stdout)}); err != nil {
+	if err := report.WriteTerminal(rp.c.stdout, b, report.TerminalOptions{Color: useColor(rp.c.stdout), Width: termWidth(rp.c.stdout)}); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range []string{keepJSON, rp.reportPath(rp.flags.json, b.Name)} {

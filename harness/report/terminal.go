@@ -5,9 +5,10 @@ import (
 	"io"
 	"maps"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/excerpt"
@@ -17,7 +18,12 @@ import (
 // TerminalOptions shape the terminal report.
 type TerminalOptions struct {
 	Color bool // ANSI colours; only when stdout is a terminal
+	// Width is the terminal's width in columns; 0 means unknown: 80.
+	Width int
 }
+
+// DefaultWidth is the width of a terminal that does not say (a CI log).
+const DefaultWidth = 80
 
 var ansi = map[outcome.Outcome]string{
 	outcome.Green:        "\x1b[32m",
@@ -30,36 +36,67 @@ var ansi = map[outcome.Outcome]string{
 
 const ansiReset = "\x1b[0m"
 
+// lookFirst is the table's order: what needs a look first, GREEN last.
+// Outcomes not named here (added later) sit after these and before GREEN.
+var lookFirst = []outcome.Outcome{outcome.Red, outcome.Inconclusive, outcome.SetupFail, "FLAKY", outcome.Fixed, outcome.KnownRed}
+
+func lookRank(o outcome.Outcome) int {
+	if o == outcome.Green {
+		return len(lookFirst) + 1
+	}
+	if i := slices.Index(lookFirst, o); i >= 0 {
+		return i
+	}
+	return len(lookFirst)
+}
+
 // WriteTerminal writes the board for a person at a terminal or reading a
-// CI log: one row per section, then the excerpt of every section that is
-// not GREEN, the problems, and a summary line with the exit code.
+// CI log: one row per section, what needs a look first, every line within
+// the width; then the excerpt of every section that is not GREEN, the
+// problems, and a summary line with the exit code.
 func WriteTerminal(w io.Writer, b *board.Board, opts TerminalOptions) error {
 	ew := &errWriter{w: w}
 	paint := func(o outcome.Outcome, s string) string {
-		if !opts.Color {
+		if !opts.Color || ansi[o] == "" {
 			return s
 		}
 		return ansi[o] + s + ansiReset
 	}
-	fmt.Fprintf(ew, "board %s (%s, target %s, %s)%s\n", b.Name, gatingWord(b.Gating), b.Target, b.Platform, shardNote(b.Shard))
+	width := opts.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	fmt.Fprintf(ew, "%s\n", fitEnd(fmt.Sprintf("board %s (%s, target %s, %s)%s", b.Name, gatingWord(b.Gating), b.Target, b.Platform, shardNote(b.Shard)), width))
 	multiPkg := packageCount(b) > 1
-	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OUTCOME\tISSUE\tDURATION\tSECTION\tREASON")
-	for _, s := range b.Sections {
+	rows := slices.Clone(b.Sections)
+	slices.SortStableFunc(rows, func(x, y board.Section) int { return lookRank(x.Outcome) - lookRank(y.Outcome) })
+	tbl := table{header: []string{"OUTCOME", "ISSUE", "TIME", "SECTION", "REASON"}}
+	for _, s := range rows {
 		issue := ""
 		if s.Issue > 0 {
 			issue = fmt.Sprintf("#%d", s.Issue)
 		}
-		// Pad before colouring: escape codes would confuse the column widths.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paint(s.Outcome, fmt.Sprintf("%-12s", s.Outcome)), issue,
-			formatSeconds(s.Duration), sectionLabel(s, multiPkg), excerpt.OneLine(s.Reason, 100))
+		tbl.rows = append(tbl.rows, []string{string(s.Outcome), issue, formatSeconds(s.Duration), sectionLabel(s, multiPkg), CauseLine(s.Reason)})
 	}
-	_ = tw.Flush()
-	for _, s := range b.Sections {
+	tbl.write(ew, width, func(row int, cell string) string {
+		if row < 0 {
+			return cell
+		}
+		return paint(rows[row].Outcome, cell)
+	})
+	for _, s := range rows {
 		if s.Outcome == outcome.Green {
 			continue
 		}
-		fmt.Fprintf(ew, "\n--- %s %s: %s\n", paint(s.Outcome, string(s.Outcome)), sectionLabel(s, multiPkg), s.Reason)
+		first, more, _ := strings.Cut(strings.TrimRight(s.Reason, "\n"), "\n")
+		head := wrap(fmt.Sprintf("--- %s %s: %s", s.Outcome, sectionLabel(s, multiPkg), first), width, "    ")
+		head[0] = strings.Replace(head[0], string(s.Outcome), paint(s.Outcome, string(s.Outcome)), 1)
+		for _, l := range strings.Split(more, "\n") {
+			if strings.TrimSpace(l) != "" {
+				head = append(head, wrap("    "+strings.TrimSpace(l), width, "      ")...)
+			}
+		}
+		fmt.Fprintf(ew, "\n%s\n", strings.Join(head, "\n"))
 		for _, m := range measureLines(s.Measure) {
 			fmt.Fprintf(ew, "measure: %s\n", m)
 		}
@@ -79,11 +116,197 @@ func WriteTerminal(w io.Writer, b *board.Board, opts TerminalOptions) error {
 	if len(b.Skipped) > 0 {
 		fmt.Fprintf(ew, "\n%d section(s) skipped, not counted:\n", len(b.Skipped))
 		for _, s := range b.Skipped {
-			fmt.Fprintf(ew, "  %s: %s\n", s.Test, excerpt.OneLine(s.Reason, 120))
+			fmt.Fprintf(ew, "%s\n", fitEnd(fmt.Sprintf("  %s: %s", FitMiddle(s.Test, width/2), excerpt.OneLine(s.Reason, width)), width))
 		}
 	}
-	fmt.Fprintf(ew, "\n%s: %s — exit %d: %s\n", b.Name, CountsLine(b.Counts), b.ExitCode, b.ExitReason)
+	fmt.Fprintf(ew, "\n%s\n", strings.Join(wrap(fmt.Sprintf("%s: %s — exit %d: %s", b.Name, CountsLine(b.Counts), b.ExitCode, b.ExitReason), width, "  "), "\n"))
 	return ew.err
+}
+
+// errorLine is what a line that says what went wrong looks like.
+var errorLine = regexp.MustCompile(`(?i)(error|fail|panic|fatal|refused|denied|in use|cannot|can't|unable|not found|no such|not installed|timed out|timeout|unexpected|invalid|exceed|\bRED\b|> budget|mismatch|missing|not running|killed|signal)`)
+
+// CauseLine is a failure reason in one line: the last line of it that
+// looks like an error (a failure prints its preamble first, its cause
+// last: "bind: address already in use" after "target failed: …; output
+// tail:"), or its first line when none does.
+func CauseLine(reason string) string {
+	lines := strings.Split(strings.TrimSpace(reason), "\n")
+	if len(lines) <= 1 {
+		return strings.TrimSpace(reason)
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && errorLine.MatchString(l) && !strings.HasSuffix(l, "output tail:") {
+			return l
+		}
+	}
+	return strings.TrimSpace(lines[0])
+}
+
+// table lays out columns within a width: every column as wide as its
+// widest cell, except the last two (SECTION and REASON), which share what
+// is left: names are shortened in the middle, reasons at the end.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t table) write(w io.Writer, width int, paint func(row int, cell string) string) {
+	t = t.dropEmpty()
+	n := len(t.header)
+	widths := make([]int, n)
+	for i, h := range t.header {
+		widths[i] = runeLen(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], runeLen(c))
+		}
+	}
+	const gap = 2
+	fixed := 0
+	for _, wd := range widths[:n-2] {
+		fixed += wd + gap
+	}
+	rest := width - fixed // for SECTION, the gap and REASON
+	sec, reason := widths[n-2], widths[n-1]
+	if sec+gap+reason > rest {
+		// The reason keeps up to 24 columns (a cause line shortened in the
+		// middle still says what and why), the name takes the rest.
+		sec = max(runeLen(t.header[n-2]), min(sec, rest-gap-min(reason, 24)))
+		reason = max(0, rest-sec-gap)
+	}
+	widths[n-2], widths[n-1] = sec, reason
+	line := func(row int, cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			switch i {
+			case n - 2:
+				c = fitLabel(c, widths[i])
+			case n - 1:
+				c = fitReason(c, widths[i])
+			}
+			if i == n-1 {
+				b.WriteString(c)
+				break
+			}
+			pad := strings.Repeat(" ", widths[i]-runeLen(c)+gap)
+			if i == 0 {
+				// Pad, then colour: escape codes take no columns.
+				b.WriteString(paint(row, c) + pad)
+				continue
+			}
+			b.WriteString(c + pad)
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(-1, t.header)
+	for i, r := range t.rows {
+		line(i, r)
+	}
+}
+
+// dropEmpty leaves out a middle column empty in every row (ISSUE on a
+// board with no known reds): its width is the names'.
+func (t table) dropEmpty() table {
+	for i := len(t.header) - 3; i > 0; i-- {
+		empty := true
+		for _, r := range t.rows {
+			empty = empty && r[i] == ""
+		}
+		if !empty {
+			continue
+		}
+		out := table{header: slices.Delete(slices.Clone(t.header), i, i+1)}
+		for _, r := range t.rows {
+			out.rows = append(out.rows, slices.Delete(slices.Clone(r), i, i+1))
+		}
+		t = out
+	}
+	return t
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// FitMiddle shortens s to at most n runes by eliding its middle, so both
+// the start of a name and its last part stay readable:
+// TestGuardsCatchBreaks/…/crash-recovery.
+func FitMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:max(n, 0)])
+	}
+	tail := (n - 1) / 2
+	head := n - 1 - tail
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// fitReason fits a cause line: its last ": "-separated parts when they
+// fill at least half the room ("…address already in use": a cause says
+// what happened last), else its start, cut.
+func fitReason(s string, n int) string {
+	if runeLen(s) <= n {
+		return s
+	}
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], ": ")
+		if j < 0 {
+			break
+		}
+		i += j + 2
+		if tail := s[i:]; runeLen(tail)+1 <= n {
+			if 2*(runeLen(tail)+1) >= n {
+				return "…" + tail
+			}
+			break
+		}
+	}
+	return fitEnd(s, n)
+}
+
+// fitLabel fits a section label, eliding the test name's middle and
+// keeping a " (package)" suffix whole when there is room for it.
+func fitLabel(s string, n int) string {
+	if i := strings.LastIndex(s, " ("); i > 0 && strings.HasSuffix(s, ")") && runeLen(s[i:])+8 < n {
+		return FitMiddle(s[:i], n-runeLen(s[i:])) + s[i:]
+	}
+	return FitMiddle(s, n)
+}
+
+// wrap breaks text into lines of at most n runes at spaces; its leading
+// spaces stay, indent starts every line after the first. A word longer
+// than a line is cut.
+func wrap(text string, n int, indent string) []string {
+	var lines []string
+	lead := text[:len(text)-len(strings.TrimLeft(text, " "))]
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = lead + word
+		case runeLen(line)+1+runeLen(word) <= n:
+			line += " " + word
+		default:
+			lines = append(lines, fitEnd(line, n))
+			line = indent + word
+		}
+	}
+	return append(lines, fitEnd(line, n))
+}
+
+// fitEnd cuts s to at most n runes, marking the cut with "…".
+func fitEnd(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:max(n, 0)])
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func measureLines(m string) []string {
