@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/script"
 )
 
 func main() {
@@ -57,6 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[1] == "commands" {
+			fmt.Fprint(stdout, script.ReferenceText())
+			return 0
+		}
 		if len(args) > 1 {
 			if cmd := lookup(args[1]); cmd != nil {
 				fmt.Fprint(stdout, cmd.usage)
@@ -91,7 +96,8 @@ func (c *cli) mainUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-7s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'reproboard help <command>' for its flags.")
+	fmt.Fprintln(w, "Run 'reproboard help <command>' for its flags, 'reproboard help commands' for the")
+	fmt.Fprintln(w, "commands and variables of guard scripts.")
 	fmt.Fprintln(w, "Exit codes: 0 green, 1 regression, 2 setup failure (bad config, no build, nothing verified).")
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/reproboard/reproboard/harness/config"
+	"github.com/reproboard/reproboard/harness/script"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -139,4 +140,13 @@ func parseXML(t *testing.T, data []byte) {
 		}
 		require.NoError(t, err)
 	}
+}
+
+// help commands prints the script reference the README's table is made of.
+func TestHelpCommandsPrintsTheScriptReference(t *testing.T) {
+	code, stdout, _ := invoke(t, "help", "commands")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, script.ReferenceText(), stdout)
+	assert.Contains(t, stdout, "target [-timeout d] [-stdin FILE] [--] args...")
+	assert.Contains(t, stdout, "$CACHE")
 }

@@ -89,6 +89,7 @@ func (c *call) mcpSession(name string) (*mcpSession, error) {
 var cmdMCP = command{
 	usage: "[!] mcp NAME start cmd args... | mcp NAME initialize [-timeout d] | [!] mcp NAME call [-timeout d] TOOL JSON | mcp NAME close [-timeout d] — an MCP session over stdio; ! call expects a tool error",
 	neg:   negSelf,
+	bang:  "`call` expects the tool to return an error",
 	run: func(c *call) error {
 		if len(c.args) < 2 {
 			return c.usagef("need a session name and a verb")

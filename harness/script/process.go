@@ -225,6 +225,7 @@ var cmdSignal = command{
 var cmdReap = command{
 	usage: "[!] reap [-timeout d] NAME — wait for a spawned process to exit; it must exit 0 (! : non-zero)",
 	neg:   negSelf,
+	bang:  "the process must exit non-zero",
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
 		if err := c.parse(1, 1); err != nil {
@@ -254,6 +255,7 @@ var cmdReap = command{
 var cmdPoll = command{
 	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's)",
 	neg:   negSelf,
+	bang:  "retry until the command exits non-zero",
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
 		every := c.flags.Duration("every", 200*time.Millisecond, "pause between attempts")
@@ -377,6 +379,7 @@ func (c *call) pidVar(name string) (backstop.Proc, error) {
 var cmdAlive = command{
 	usage: "[!] alive [-timeout d] VAR — the process in $VAR runs (start time checked; a zombie is dead); ! waits for it to end",
 	neg:   negSelf,
+	bang:  "wait for the process to end",
 	run: func(c *call) error {
 		timeout := c.flags.Duration("timeout", 10*time.Second, "how long ! alive waits")
 		if err := c.parse(1, 1); err != nil {
@@ -431,6 +434,7 @@ var cmdKillpid = command{
 var cmdSamepid = command{
 	usage: "[!] samepid VAR1 VAR2 — $VAR1 and $VAR2 hold the same pid",
 	neg:   negInvert,
+	bang:  "the two pids differ",
 	run: func(c *call) error {
 		if err := c.parse(2, 2); err != nil {
 			return err

@@ -110,6 +110,7 @@ var cmdFreeport = command{
 var cmdHoldlock = command{
 	usage: "[!] holdlock [-name N] FILE — hold the SQLite database's write lock (BEGIN IMMEDIATE) from a real connection until `release N` (default N: the file's base name)",
 	neg:   negInvert,
+	bang:  "the lock must be refused: someone else holds it",
 	run: func(c *call) error {
 		name := c.flags.String("name", "", "name for release")
 		if err := c.parse(1, 1); err != nil {
