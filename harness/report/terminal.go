@@ -170,7 +170,15 @@ func (t table) write(w io.Writer, width int, paint func(row int, cell string) st
 	}
 	rest := width - fixed // for SECTION, the gap and REASON
 	sec, reason := widths[n-2], widths[n-1]
-	if sec+gap+reason > rest {
+	noReason := true
+	for _, r := range t.rows {
+		noReason = noReason && r[n-1] == ""
+	}
+	switch {
+	case noReason: // every row GREEN: the names get the whole rest
+		sec, reason = max(runeLen(t.header[n-2]), min(sec, rest)), 0
+		t.header = t.header[:n-1]
+	case sec+gap+reason > rest:
 		// The reason keeps up to 24 columns (a cause line shortened in the
 		// middle still says what and why), the name takes the rest.
 		sec = max(runeLen(t.header[n-2]), min(sec, rest-gap-min(reason, 24)))
@@ -179,6 +187,9 @@ func (t table) write(w io.Writer, width int, paint func(row int, cell string) st
 	widths[n-2], widths[n-1] = sec, reason
 	line := func(row int, cells []string) {
 		var b strings.Builder
+		if noReason {
+			cells = cells[:n-1]
+		}
 		for i, c := range cells {
 			switch i {
 			case n - 2:

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -88,4 +89,18 @@ func TestFitMiddle(t *testing.T) {
 	assert.Equal(t, "short", FitMiddle("short", 10))
 	assert.Equal(t, "TestGu…covery", FitMiddle("TestGuardsCatchBreaks/crash-recovery", 13))
 	assert.Equal(t, 13, utf8.RuneCountInString(FitMiddle("TestGuardsCatchBreaks/crash-recovery", 13)))
+}
+
+// An all-GREEN board has no reasons: the names get the room.
+func TestTerminalAllGreenGivesNamesTheRoom(t *testing.T) {
+	b := eightyColumnBoard()
+	b.Sections = slices.DeleteFunc(b.Sections, func(s board.Section) bool { return s.Outcome != outcome.Green })
+	var buf bytes.Buffer
+	require.NoError(t, WriteTerminal(&buf, b, TerminalOptions{Width: 80}))
+	out := buf.String()
+	assert.NotContains(t, out, "REASON")
+	assert.Contains(t, out, "TestReprosAreGreenIffFixed/issue581/as-shipped\n", "fits whole")
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(l), 80, l)
+	}
 }
