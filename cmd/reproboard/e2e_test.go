@@ -261,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 		code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", out, "broken")
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, "reproboard run: board broken: target broken did not build: cmd/broken/main.go:3:15: undefined: undefinedCall")
-		assert.Contains(t, stdout, "broken: 0 section(s) — exit 2: no section ran: nothing was verified; target broken did not build")
+		assert.Contains(t, strings.Join(strings.Fields(stdout), " "), "broken: 0 section(s) — exit 2: no section ran: nothing was verified; target broken did not build", "the summary, wrapped at 80 columns")
 		assert.Equal(t, 2, readBoard(t, filepath.Join(out, "broken.json")).ExitCode)
 	})
 
@@ -272,7 +272,8 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, 1, code, "a gating board with a RED section; stderr:\n%s", stderr)
 		assert.Contains(t, stdout, "--- PROBLEM go-test: go test did not finish within 3s (--deadline) and was stopped; the sections that finished are on the board")
 		assert.Regexp(t, `(?m)^GREEN\s+\S+\s+TestSlow/done`, stdout)
-		assert.Regexp(t, `(?m)^RED\s+\S+\s+TestSlow/hangs\s+did not finish`, stdout)
+		assert.Regexp(t, `(?m)^RED\s+\S+\s+TestSlow/hangs\s+\S`, stdout)
+		assert.Contains(t, stdout, "--- RED TestSlow/hangs: did not finish: the test binary stopped while it ran:")
 	})
 
 	t.Run("merge of two shards equals the unsharded board", func(t *testing.T) {
