@@ -45,5 +45,5 @@ func TestReferenceListsEveryCommand(t *testing.T) {
 	for _, v := range []string{"$SECTION", "$CACHE", "$RUNTIME", "$HOME", "$TARGET"} {
 		assert.Contains(t, ref, "| `"+v+"` |")
 	}
-	assert.Contains(t, ReferenceText(), "leak [-n N]")
+	assert.Contains(t, ReferenceText(), "\nleak [")
 }
