@@ -28,6 +28,7 @@ type Board struct {
 	Platform   string    `json:"platform"`
 	Shard      string    `json:"shard,omitempty"`  // "k/n" of a sharded run
 	Events     string    `json:"events,omitempty"` // raw go test -json file, relative to the JSON file
+	RunInfo    *RunInfo  `json:"run,omitempty"`    // when, commit, versions; nil on a board from an older reproboard
 	ExitCode   int       `json:"exit_code"`
 	ExitReason string    `json:"exit_reason"`
 	Sections   []Section `json:"sections"`

@@ -101,6 +101,7 @@ func Merge(parts []*Board, names []string) (*Board, error) {
 		}
 	}
 	m.Platform = strings.Join(platforms, ",")
+	m.RunInfo = mergeRunInfo(parts)
 	m.Score()
 	return m, nil
 }
