@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -21,6 +23,17 @@ type Config struct {
 	Targets  []*Target
 	Boards   []*BoardSpec
 	KnownRed []*KnownRed
+	// History is the run history database (history:), relative to
+	// boards.yaml; "" for the default under the output directory.
+	History     string
+	HistoryKeep HistoryKeep
+}
+
+// HistoryKeep is history_keep: how many runs of each board the history
+// keeps (runs), and for how long (age); zero does not limit.
+type HistoryKeep struct {
+	Runs int
+	Age  time.Duration
 }
 
 // Pos is a place in boards.yaml; it prints as "file:line:col".
@@ -223,7 +236,7 @@ func (v *validator) config(body any, cfg *Config) {
 	if !ok {
 		return
 	}
-	fields := v.mapping(n, "at top level", "targets", "boards", "known_red")
+	fields := v.mapping(n, "at top level", "targets", "boards", "known_red", "history", "history_keep")
 	if fields == nil {
 		return
 	}
@@ -248,6 +261,62 @@ func (v *validator) config(body any, cfg *Config) {
 	if f, ok := fields["known_red"]; ok {
 		v.knownReds(f, cfg)
 	}
+	if f, ok := fields["history"]; ok {
+		cfg.History, _ = v.str(f, "history")
+	}
+	if f, ok := fields["history_keep"]; ok {
+		cfg.HistoryKeep = v.historyKeep(f)
+	}
+}
+
+// historyKeep reads history_keep: a number of runs (200), an age (90d,
+// 720h), or both (runs: 200, age: 90d).
+func (v *validator) historyKeep(f *mapField) HistoryKeep {
+	var k HistoryKeep
+	const want = "write history_keep: 200 (runs per board), history_keep: 90d (an age: d for days, or a Go duration such as 720h), or both as runs: and age:"
+	switch {
+	case v.isInt(f.Value):
+		k.Runs = v.integer(f)
+		if k.Runs <= 0 {
+			v.errorf(v.valuePos(f), "history_keep %d must be positive; %s", k.Runs, want)
+		}
+	case v.isString(f.Value):
+		s, _ := v.str(f, "history_keep")
+		k.Age = v.age(f, s, want)
+	default:
+		n, ok := v.asNode(f.Value)
+		if !ok {
+			return k
+		}
+		if _, isMap := mappingValues(n); !isMap {
+			v.errorf(v.valuePos(f), "history_keep is %s; %s", kind(n), want)
+			return k
+		}
+		fields := v.mapping(n, "in history_keep", "runs", "age")
+		if r, ok := fields["runs"]; ok {
+			k.Runs = v.integer(r)
+			if k.Runs <= 0 && v.isInt(r.Value) {
+				v.errorf(v.valuePos(r), "history_keep runs %d must be positive", k.Runs)
+			}
+		}
+		if a, ok := fields["age"]; ok {
+			s, _ := v.str(a, "age")
+			k.Age = v.age(a, s, want)
+		}
+	}
+	return k
+}
+
+func (v *validator) age(f *mapField, s, want string) time.Duration {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d
+	}
+	v.errorf(v.valuePos(f), "history_keep age %q is not a positive age; %s", s, want)
+	return 0
 }
 
 func (v *validator) target(e namedEntry) *Target {

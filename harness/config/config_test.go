@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,22 @@ func TestLoadValid(t *testing.T) {
 	assert.True(t, k.Signature.MatchString("LEAK_MEASURE op=query verdict=RED"))
 	assert.Equal(t, []string{"linux", "darwin/arm64"}, k.Platforms)
 	assert.Equal(t, "a block reason", cfg.KnownRed[1].Reason)
+	assert.Equal(t, "state/history.db", cfg.History)
+	assert.Equal(t, HistoryKeep{Runs: 200, Age: 90 * 24 * time.Hour}, cfg.HistoryKeep)
+}
+
+func TestHistoryKeepForms(t *testing.T) {
+	base := "targets:\n  demod: {build: ./d, cache_var: C, runtime_var: R}\nboards:\n  g: {packages: [./g/...], target: demod, gating: true}\n"
+	for text, want := range map[string]HistoryKeep{
+		"history_keep: 50":                 {Runs: 50},
+		"history_keep: 720h":               {Age: 720 * time.Hour},
+		"history_keep: 14d":                {Age: 14 * 24 * time.Hour},
+		"history_keep: {runs: 3, age: 1h}": {Runs: 3, Age: time.Hour},
+	} {
+		cfg, err := Parse("b.yaml", []byte(base+text+"\n"))
+		require.NoError(t, err, text)
+		assert.Equal(t, want, cfg.HistoryKeep, text)
+	}
 }
 
 func TestLoadRejects(t *testing.T) {
@@ -46,13 +63,17 @@ func TestLoadRejects(t *testing.T) {
 		want []string // every error, exactly, in order
 	}{
 		{"unknown_top.yaml", []string{
-			`unknown_top.yaml:11:1: unknown key "knwon_red" at top level (did you mean "known_red"?); expected one of targets, boards, known_red`,
+			`unknown_top.yaml:11:1: unknown key "knwon_red" at top level (did you mean "known_red"?); expected one of targets, boards, known_red, history, history_keep`,
 		}},
 		{"unknown_nested.yaml", []string{
 			`unknown_nested.yaml:6:5: unknown key "logfile" in target "demod"; expected one of binary, binary_env, build, cache_var, runtime_var, log, env, env_pass`,
 			`unknown_nested.yaml:8:3: board "guards" has no gating; say gating: true (a guard board that fails CI) or gating: false (a bug-repro board)`,
 			`unknown_nested.yaml:11:5: unknown key "gatting" in board "guards" (did you mean "gating"?); expected one of packages, target, gating, description`,
 			`unknown_nested.yaml:17:5: unknown key "ticket" in known_red entry; expected one of test, issue, reason, signature, platforms`,
+		}},
+		{"history_keep.yaml", []string{
+			`history_keep.yaml:5:10: history must be a string, got the number 12; quote it`,
+			`history_keep.yaml:6:15: history_keep age "soon" is not a positive age; write history_keep: 200 (runs per board), history_keep: 90d (an age: d for days, or a Go duration such as 720h), or both as runs: and age:`,
 		}},
 		{"missing_issue.yaml", []string{
 			`missing_issue.yaml:12:5: known_red entry for TestRepro/issue581 has no issue; add issue: N, the number of the bug it reproduces`,
