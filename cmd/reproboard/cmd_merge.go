@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/report"
 )
 
@@ -23,8 +25,13 @@ JUnit is written by gotestsum over the shards' raw events, which must sit
 next to their JSON reports.
 
 Flags:
-` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1), even if the
+` + reportFlagsUsage + historyFlagsUsage + `  --config FILE   read history: and history_keep: from it, when it exists
+                  (default boards.yaml)
+  --out DIR       where the history is by default (default out)
+  --strict        FIXED sections fail the board (exit 1), even if the
                   shards ran without --strict
+
+Each merged board is appended to the history once, as one run.
 ` + reportFilesNote,
 	run: runMerge,
 }
@@ -32,8 +39,12 @@ Flags:
 func runMerge(c *cli, cmd *command, args []string) int {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	strict := fs.Bool("strict", false, "")
+	configPath := fs.String("config", "boards.yaml", "")
+	out := fs.String("out", "out", "")
 	var rf reportFlags
 	rf.register(fs)
+	var hf historyFlags
+	hf.register(fs, true)
 	files, code, ok := c.parse(fs, cmd, args)
 	if !ok {
 		return code
@@ -70,6 +81,24 @@ func runMerge(c *cli, cmd *command, args []string) int {
 		return c.fail(cmd, err)
 	}
 	rp := &reporter{c: c, flags: rf, multi: len(order) > 1, moduleDir: wd}
+	src := source{}
+	var rec *recorder
+	if !hf.off {
+		var cfg *config.Config
+		cfgDir := filepath.Dir(*configPath)
+		if _, err := os.Stat(*configPath); err == nil {
+			if cfg, err = config.Load(*configPath); err != nil {
+				return c.fail(cmd, err)
+			}
+		}
+		keep := config.HistoryKeep{}
+		if cfg != nil {
+			keep = cfg.HistoryKeep
+		}
+		src = findSource(c.ctx, wd)
+		rec = newRecorder(c, historyPath(hf.path, cfg, cfgDir, *out), keep, src)
+		defer rec.close()
+	}
 	var codes []int
 	for _, name := range order {
 		parts := groups[name]
@@ -81,6 +110,11 @@ func runMerge(c *cli, cmd *command, args []string) int {
 			m.Strict = true
 			m.Score()
 		}
+		if m.RunInfo == nil { // shards from a reproboard without run objects
+			m.RunInfo = src.runInfo(time.Now(), "")
+			m.RunInfo.Duration = 0
+		}
+		rp.addHistory(m.Name, rec.record(c.ctx, m))
 		var events []string
 		for _, p := range parts {
 			events = append(events, p.Events) // "" makes --junit say which is missing

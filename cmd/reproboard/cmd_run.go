@@ -31,11 +31,15 @@ Flags:
                   the difference is said)
   --shard K/N     run only shard K of N; merge the shards' JSON reports
                   with 'reproboard merge'
-` + reportFlagsUsage + `  --strict        FIXED sections fail the board (exit 1)
+` + reportFlagsUsage + historyFlagsUsage + `  --strict        FIXED sections fail the board (exit 1)
   --out DIR       raw events, JSON reports, built targets, artefacts
                   (default out)
   --timeout D     go test -timeout for each test binary (default 30m)
   --deadline D    bound on each board's whole go test run (default 2h)
+
+Each board's run is appended to the history database, and the reports
+lead with what changed since the board's last run. A shard is not
+recorded: the merge of the shards records the whole board.
 
 With several boards the exit code is the worst: 1 if any board
 regressed, else 2 if any could not verify, else 0.
@@ -54,6 +58,8 @@ func runRun(c *cli, cmd *command, args []string) int {
 	deadline := fs.Duration("deadline", 2*time.Hour, "")
 	var rf reportFlags
 	rf.register(fs)
+	var hf historyFlags
+	hf.register(fs, true)
 	names, code, ok := c.parse(fs, cmd, args)
 	if !ok {
 		return code
@@ -100,12 +106,19 @@ func runRun(c *cli, cmd *command, args []string) int {
 		return c.fail(cmd, err)
 	}
 	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1, moduleDir: s.dir}
+	src := findSource(c.ctx, s.dir)
+	var rec *recorder
+	if !hf.off {
+		rec = newRecorder(c, historyPath(hf.path, s.cfg, s.dir, s.out), s.cfg.HistoryKeep, src)
+		defer rec.close()
+	}
 	var codes []int
 	for _, spec := range specs {
 		stem := spec.Name
 		if *shard != "" {
 			stem += ".shard" + strings.Replace(*shard, "/", "of", 1)
 		}
+		start := time.Now()
 		b, err := s.runBoard(c.ctx, runSpec{spec: spec, shard: *shard, strict: *strict, stem: stem,
 			expected: inShard(listings[spec.Name].Names(), *shard)})
 		if err != nil {
@@ -115,6 +128,8 @@ func runRun(c *cli, cmd *command, args []string) int {
 			b = board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemGoTest, Message: err.Error()}}}, s.cfg.KnownRed,
 				board.Options{Board: spec.Name, Target: s.targetOf(spec), Gating: spec.Gating, Strict: *strict, Shard: *shard})
 		}
+		b.RunInfo = src.runInfo(start, s.binaries[spec.Target])
+		rp.addHistory(b.Name, rec.record(c.ctx, b))
 		var events []string
 		if b.Events != "" {
 			events = []string{b.Events}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,7 +252,10 @@ func TestEndToEnd(t *testing.T) {
 		assert.Contains(t, string(md), "\n### ✅ board bug-repro — exit 0\n")
 		stepSummary, err := os.ReadFile(summary)
 		require.NoError(t, err)
-		assert.Equal(t, string(md), string(stepSummary), "the step summary gets the same document, once")
+		assert.Equal(t, 1, strings.Count(string(stepSummary), "\n### ✅ board guards — exit 0\n"), "the step summary gets the document once")
+		assert.Contains(t, string(stepSummary), "| GREEN | | | 3 section(s) | collapsed: the JSON and HTML reports list them |\n", "GREEN rows collapse to a count there")
+		assert.Contains(t, string(md), "| GREEN |  | 0.0s | `TestGuards/start` |  |\n", "--md lists them")
+		assert.Contains(t, string(md), "**history: the first recorded run of board guards; nothing to compare yet**")
 		assert.NoFileExists(t, filepath.Join(reports, "board.guards.md"))
 		assert.Contains(t, stdout, "\n2 boards (guards exit 0, bug-repro exit 0) — exit 0: ok: nothing regressed on any board\n")
 	})
@@ -294,9 +298,17 @@ func TestEndToEnd(t *testing.T) {
 		}
 		merged := filepath.Join(reports, "merged.json")
 		mergedJUnit := filepath.Join(reports, "merged.xml")
-		code, stdout, stderr := invoke(t, append([]string{"merge", "--json", merged, "--junit", mergedJUnit}, parts...)...)
+		hist := filepath.Join(reports, "merged-history.db")
+		code, stdout, stderr := invoke(t, append([]string{"merge", "--history", hist, "--json", merged, "--junit", mergedJUnit}, parts...)...)
 		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		m := readBoard(t, merged)
+		require.NotNil(t, m.RunInfo, "the merged board carries its run")
+		assert.False(t, m.RunInfo.Time.IsZero())
+		// The merge records the whole board once; the shards recorded nothing.
+		code, stdout, stderr = invoke(t, "history", "--history", hist, "--json")
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, 1, strings.Count(stdout, `"board": "bug-repro"`), stdout)
+		assert.Contains(t, stdout, fmt.Sprintf(`"%s": %d`, "GREEN", 3))
 		whole := readBoard(t, filepath.Join(reports, "board.bug-repro.json"))
 		assert.Equal(t, wantRepro, outcomes(m))
 		assert.Equal(t, whole.ExitCode, m.ExitCode)
@@ -310,7 +322,7 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(string(junit), `name="`+test+`"`), test)
 		}
 
-		code, _, _ = invoke(t, "merge", "--strict", parts[0], parts[1])
+		code, _, _ = invoke(t, "merge", "--no-history", "--strict", parts[0], parts[1])
 		assert.Equal(t, 0, code, "no FIXED section: strict changes nothing")
 	})
 

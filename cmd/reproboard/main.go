@@ -38,7 +38,7 @@ type command struct {
 var commands []*command // in the order usage lists them
 
 func init() {
-	commands = []*command{runCommand, reproCommand, listCommand, mergeCommand}
+	commands = []*command{runCommand, reproCommand, listCommand, mergeCommand, historyCommand, flakyCommand}
 }
 
 // cli is what a command may touch: its output streams and context.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/excerpt"
+	"github.com/reproboard/reproboard/harness/history"
 	"github.com/reproboard/reproboard/harness/report"
 )
 
@@ -60,6 +61,18 @@ type reporter struct {
 	multi     bool   // several boards: per-board file names get the board's name
 	moduleDir string // where `go tool gotestsum` runs
 	boards    []*board.Board
+	history   map[string]*history.Analysis // by board name; nil entries: history is off
+}
+
+// addHistory keeps what the history says about a board, for its reports.
+func (rp *reporter) addHistory(name string, a *history.Analysis) {
+	if a == nil {
+		return
+	}
+	if rp.history == nil {
+		rp.history = map[string]*history.Analysis{}
+	}
+	rp.history[name] = a
 }
 
 // reportPath inserts the board's name before the extension when several
@@ -78,7 +91,11 @@ func (rp *reporter) reportPath(p, name string) string {
 func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, events []string) error {
 	rp.boards = append(rp.boards, b)
 	var errs []error
-	if err := report.WriteTerminal(rp.c.stdout, b, report.TerminalOptions{Color: useColor(rp.c.stdout), Width: termWidth(rp.c.stdout)}); err != nil {
+	topts := report.TerminalOptions{Color: useColor(rp.c.stdout), Width: termWidth(rp.c.stdout)}
+	if err := report.WriteTerminalChanges(rp.c.stdout, rp.history[b.Name], topts); err != nil {
+		errs = append(errs, err)
+	}
+	if err := report.WriteTerminal(rp.c.stdout, b, topts); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range []string{keepJSON, rp.reportPath(rp.flags.json, b.Name)} {
@@ -114,22 +131,23 @@ func (rp *reporter) finish() error {
 		}
 	}
 	var md []byte // the Markdown at the full limit, shared by --md and the step summary
-	markdown := func(limit int) ([]byte, error) {
-		if limit == report.MarkdownLimit && md != nil {
+	// The step summary collapses GREEN rows to a count; --md keeps them.
+	markdown := func(limit int, collapse bool) ([]byte, error) {
+		if limit == report.MarkdownLimit && !collapse && md != nil {
 			return md, nil
 		}
 		var buf bytes.Buffer
-		if err := report.WriteMarkdownBoards(&buf, rp.boards, report.MarkdownOptions{Limit: limit}); err != nil {
+		if err := report.WriteMarkdownBoards(&buf, rp.boards, report.MarkdownOptions{Limit: limit, History: rp.history, CollapseGreen: collapse}); err != nil {
 			return nil, err
 		}
-		if limit == report.MarkdownLimit {
+		if limit == report.MarkdownLimit && !collapse {
 			md = buf.Bytes()
 		}
 		return buf.Bytes(), nil
 	}
 	if p := rp.flags.md; p != "" {
 		errs = append(errs, writeFile(p, func(w io.Writer) error {
-			data, err := markdown(report.MarkdownLimit)
+			data, err := markdown(report.MarkdownLimit, false)
 			if err == nil {
 				_, err = w.Write(data)
 			}
@@ -140,7 +158,7 @@ func (rp *reporter) finish() error {
 		errs = append(errs, rp.appendStepSummary(summary, markdown))
 	}
 	if p := rp.flags.html; p != "" {
-		errs = append(errs, writeFile(p, func(w io.Writer) error { return writeHTML(w, p, rp.boards) }))
+		errs = append(errs, writeFile(p, func(w io.Writer) error { return writeHTML(w, p, rp.boards, rp.history) }))
 	}
 	return errors.Join(errs...)
 }
@@ -148,7 +166,7 @@ func (rp *reporter) finish() error {
 // writeHTML writes the page that will be at path. Artefact paths inside
 // its directory are shown (and linked) relative to it: short, and they
 // still lead to the files when the directory is downloaded elsewhere.
-func writeHTML(w io.Writer, path string, boards []*board.Board) error {
+func writeHTML(w io.Writer, path string, boards []*board.Board, hist map[string]*history.Analysis) error {
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return err
@@ -163,13 +181,13 @@ func writeHTML(w io.Writer, path string, boards []*board.Board) error {
 		}
 		return os.ReadFile(p)
 	}
-	return report.WriteHTMLBoards(w, rel, report.HTMLOptions{ReadFile: read})
+	return report.WriteHTMLBoards(w, rel, report.HTMLOptions{ReadFile: read, History: hist})
 }
 
 // appendStepSummary appends the Markdown report of every board to
 // GitHub's step summary, within what the 1 MiB limit leaves after what is
 // already there.
-func (rp *reporter) appendStepSummary(path string, markdown func(limit int) ([]byte, error)) error {
+func (rp *reporter) appendStepSummary(path string, markdown func(limit int, collapse bool) ([]byte, error)) error {
 	limit := report.MarkdownLimit
 	if fi, err := os.Stat(path); err == nil {
 		limit = min(limit, report.MarkdownLimit-int(fi.Size()))
@@ -177,7 +195,7 @@ func (rp *reporter) appendStepSummary(path string, markdown func(limit int) ([]b
 	if limit < 4<<10 {
 		return fmt.Errorf("%s: the step summary is full; the boards' report was not added", path)
 	}
-	data, err := markdown(limit)
+	data, err := markdown(limit, true)
 	if err != nil {
 		return fmt.Errorf("step summary: %v", err)
 	}

@@ -69,7 +69,7 @@ func TestReportsOfTwoBoards(t *testing.T) {
 	t.Setenv("GITHUB_STEP_SUMMARY", summary)
 	htmlPath, mdPath := filepath.Join(reports, "board.html"), filepath.Join(reports, "board.md")
 
-	code, stdout, stderr := invoke(t, append([]string{"merge", "--html", htmlPath, "--md", mdPath,
+	code, stdout, stderr := invoke(t, append([]string{"merge", "--no-history", "--html", htmlPath, "--md", mdPath,
 		"--json", filepath.Join(reports, "board.json")}, files...)...)
 	assert.Equal(t, 1, code, "the gating board has an INCONCLUSIVE section; stderr:\n%s", stderr)
 	assert.Empty(t, stderr)
@@ -102,7 +102,12 @@ func TestReportsOfTwoBoards(t *testing.T) {
 	assert.Less(t, len(md), report.MarkdownLimit)
 	got, err := os.ReadFile(summary)
 	require.NoError(t, err)
-	assert.Equal(t, string(md), string(got), "the step summary gets the same document, once")
+	// The step summary is the same document with the GREEN rows collapsed
+	// to a count, once.
+	assert.Equal(t, 1, strings.Count(string(got), "\n### ❌ board guards — exit 1\n"), string(got))
+	assert.Contains(t, string(got), "section(s) | collapsed: the JSON and HTML reports list them |")
+	assert.NotContains(t, string(got), "| GREEN |  | ", "no GREEN row of its own")
+	assert.Contains(t, string(md), "| GREEN |  | ", "--md keeps the GREEN rows")
 
 	// JSON stays one file per board, which is what merge reads back.
 	for _, name := range []string{"guards", "bug-repro"} {
@@ -116,7 +121,7 @@ func TestReportsOfTwoBoards(t *testing.T) {
 
 	// A page next to the artefacts shows and links them by relative paths,
 	// and still embeds the chart.
-	code, _, stderr = invoke(t, append([]string{"merge", "--html", filepath.Join(dir, "page.html")}, files...)...)
+	code, _, stderr = invoke(t, append([]string{"merge", "--no-history", "--html", filepath.Join(dir, "page.html")}, files...)...)
 	assert.Equal(t, 1, code, stderr)
 	page, err = os.ReadFile(filepath.Join(dir, "page.html"))
 	require.NoError(t, err)
@@ -126,7 +131,7 @@ func TestReportsOfTwoBoards(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(string(page), `src="data:image/svg&#43;xml;base64,`))
 
 	// One board keeps the one-board page and document.
-	code, _, stderr = invoke(t, "merge", "--html", htmlPath, "--md", mdPath, files[1])
+	code, _, stderr = invoke(t, "merge", "--no-history", "--html", htmlPath, "--md", mdPath, files[1])
 	assert.Equal(t, 0, code, stderr)
 	page, err = os.ReadFile(htmlPath)
 	require.NoError(t, err)
@@ -154,7 +159,7 @@ func TestMarkdownOfTwoBoardsWithHugeExcerptsStaysUnderTheLimit(t *testing.T) {
 	require.NoError(t, os.WriteFile(summary, []byte("# an earlier step's summary\n"), 0o644))
 	t.Setenv("GITHUB_STEP_SUMMARY", summary)
 	mdPath := filepath.Join(reports, "board.md")
-	code, _, stderr := invoke(t, append([]string{"merge", "--md", mdPath}, files...)...)
+	code, _, stderr := invoke(t, append([]string{"merge", "--no-history", "--md", mdPath}, files...)...)
 	assert.Equal(t, 1, code, stderr)
 	md, err := os.ReadFile(mdPath)
 	require.NoError(t, err)

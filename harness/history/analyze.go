@@ -95,6 +95,11 @@ type SectionHistory struct {
 	Trends     []Trend `json:"trends,omitempty"` // one per leak metric measured in the window
 }
 
+// Unstable reports whether the section flipped both ways (from pass to
+// fail and back, or back again) or was FLAKY. One flip is a change, a
+// fix or a regression, not flakiness.
+func (h *SectionHistory) Unstable() bool { return h.Flips >= 2 || h.FlakyRuns > 0 }
+
 // Cell is one run's outcome of a section.
 type Cell struct {
 	Run      *Ref            `json:"run"`
@@ -248,7 +253,7 @@ func suggest(cur *Run, a *Analysis, opts Options) []string {
 		if s.Issue > 0 && h.PassStreak >= opts.CloseAfter {
 			out = append(out, fmt.Sprintf("close #%d: %s %s in %d runs since %s", s.Issue, s.Test, s.Outcome, h.PassStreak, sinceWord(h.PassSince)))
 		}
-		if h.Present >= 3 && h.FlakeRate > opts.FlakyAbove {
+		if h.Unstable() && h.FlakeRate > opts.FlakyAbove {
 			flakies = append(flakies, flaky{s.Test, h})
 		}
 	}
@@ -282,4 +287,47 @@ func Since(r *Ref) string {
 		return fmt.Sprintf("run %d, %s", r.ID, at)
 	}
 	return fmt.Sprintf("%s (run %d, %s)", Short(r.Commit), r.ID, at)
+}
+
+// Unstable is one section of a window that flipped or was FLAKY.
+type Unstable struct {
+	Board   string `json:"board"`
+	Package string `json:"package"`
+	Test    string `json:"test"`
+	*SectionHistory
+}
+
+// FindUnstable lists every section that ran in runs (one board's window,
+// oldest first), in any of them, and is Unstable: the most unstable first.
+func FindUnstable(runs []*Run) []Unstable {
+	if len(runs) == 0 {
+		return nil
+	}
+	refs := make([]*Ref, len(runs))
+	index := make([]map[string]*Section, len(runs))
+	var keys []Unstable
+	seen := map[string]bool{}
+	for i, r := range runs {
+		refs[i] = &Ref{ID: r.ID, Time: r.Time, Commit: r.Commit, Branch: r.Branch, CommitURL: r.CommitURL, ExitCode: r.ExitCode}
+		index[i] = make(map[string]*Section, len(r.Sections))
+		for j := range r.Sections {
+			s := &r.Sections[j]
+			k := Key(s.Package, s.Test)
+			index[i][k] = s
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, Unstable{Board: r.Board, Package: s.Package, Test: s.Test})
+			}
+		}
+	}
+	var out []Unstable
+	for _, u := range keys {
+		u.SectionHistory = sectionHistory(Key(u.Package, u.Test), refs, index)
+		if u.Unstable() {
+			u.Trends = nil // flakiness is about outcomes
+			out = append(out, u)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].FlakeRate > out[j].FlakeRate })
+	return out
 }

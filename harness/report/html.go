@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/history"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -18,6 +19,10 @@ import (
 type HTMLOptions struct {
 	// ReadFile reads chart artefacts; os.ReadFile when nil.
 	ReadFile func(path string) ([]byte, error)
+	// History is what the history says about each board, by board name:
+	// what changed, a strip of recent outcomes per section, and a trend
+	// chart per leak measure. Nil: no history.
+	History map[string]*history.Analysis
 }
 
 // IsChart reports whether an artefact kind is a chart the HTML report
@@ -75,6 +80,9 @@ func WriteHTMLBoards(w io.Writer, boards []*board.Board, opts HTMLOptions) error
 		for j, s := range b.Sections {
 			hb.Rows = append(hb.Rows, htmlRowFor(s, sectionLabel(s, multiPkg), fmt.Sprintf("%ss%d", prefix, j+1), read))
 		}
+		if a := opts.History[b.Name]; a != nil {
+			hb.Hist = htmlHistoryFor(a, b, hb.Rows, prefix, multi)
+		}
 		p.Boards = append(p.Boards, hb)
 	}
 	return pageTemplate.Execute(w, p)
@@ -98,6 +106,7 @@ type htmlBoard struct {
 	Chips   []chip
 	Meaning string
 	Rows    []htmlRow
+	Hist    *htmlHistory // nil: no history
 }
 
 type chip struct {
@@ -127,6 +136,7 @@ type htmlRow struct {
 	Detail             bool
 	Measures           []string
 	Charts             []htmlChart
+	Trends             []htmlChart // a leak measure's slope per run, from the history
 	ChartNotes         []string
 	Others             [][2]string
 }
@@ -225,6 +235,14 @@ code { overflow-wrap: anywhere; }
 .verdict { font-size: 1.1em; }
 .legend, .artifacts { color: #57606a; font-size: .9em; }
 .exit0 { color: #1a7f37; } .exit1 { color: #cf222e; } .exit2 { color: #8250df; }
+section.detail figure { display: inline-block; vertical-align: top; margin-right: 1em; }
+.unavailable { color: #8250df; font-weight: bold; }
+.changes-head { font-weight: bold; }
+td.strip { white-space: nowrap; line-height: 0; }
+a.cell { display: inline-block; width: .6em; height: 1.1em; margin-right: 1px; background: #d0d7de; }
+a.cell.GREEN { background: #2da44e; } a.cell.RED { background: #cf222e; } a.cell.KNOWN-RED { background: #d4a72c; }
+a.cell.FIXED { background: #218bff; } a.cell.FLAKY { background: #fb8f44; } a.cell.SETUP-FAIL, a.cell.INCONCLUSIVE { background: #8250df; }
+a.cell.none { background: #f6f8fa; outline: 1px solid #d0d7de; }
 </style>
 </head>
 <body>
@@ -247,13 +265,13 @@ code { overflow-wrap: anywhere; }
 </html>
 {{define "board"}}<p>{{.Gating}} board, target <code>{{.B.Target}}</code>, {{.B.Platform}}{{if .B.Shard}}, shard {{.B.Shard}}{{end}}. {{.Counts}}.</p>
 <p class="verdict">{{.B.ExitReason}}</p>
-<div class="wide"><table class="sections">
+{{if .Hist}}{{template "hist-changes" .Hist}}{{end}}<div class="wide"><table class="sections">
 <thead><tr><th>outcome</th><th>issue</th><th>duration</th><th>section</th><th>reason</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr class="{{.Outcome}}"><td class="outcome">{{.Outcome}}</td><td class="nowrap">{{if .Issue}}#{{.Issue}}{{end}}</td><td class="num">{{.Dur}}</td><td class="section">{{if .Detail}}<a href="#{{.Anchor}}">{{.Label}}</a>{{else}}{{.Label}}{{end}}</td><td class="reason">{{.Reason}}</td></tr>
 {{end}}</tbody>
 </table></div>
-{{$sub := .Sub}}{{range .B.Problems}}{{if $sub}}<h3>{{else}}<h2>{{end}}PROBLEM {{.Kind}}{{if $sub}}</h3>{{else}}</h2>{{end}}
+{{if .Hist}}{{template "hist-strips" .Hist}}{{end}}{{$sub := .Sub}}{{range .B.Problems}}{{if $sub}}<h3>{{else}}<h2>{{end}}PROBLEM {{.Kind}}{{if $sub}}</h3>{{else}}</h2>{{end}}
 <p>{{.Message}}</p>
 {{if .Excerpt}}<pre>{{.Excerpt}}</pre>
 {{end}}{{end}}{{if .B.Skipped}}{{if $sub}}<h3>{{else}}<h2>{{end}}Skipped, not counted{{if $sub}}</h3>{{else}}</h2>{{end}}
@@ -264,6 +282,7 @@ code { overflow-wrap: anywhere; }
 {{end}}{{if .Measures}}<pre class="measure">{{range .Measures}}{{.}}
 {{end}}</pre>
 {{end}}{{range .Charts}}<figure><img class="chart" alt="{{.Kind}}" src="{{.URL}}"/><figcaption>{{.Kind}}</figcaption></figure>
+{{end}}{{range .Trends}}<figure><img class="trend" alt="{{.Kind}}" src="{{.URL}}"/><figcaption>{{.Kind}}</figcaption></figure>
 {{end}}{{range .ChartNotes}}<p>{{.}}</p>
 {{end}}{{if .Others}}<ul class="artifacts">{{range .Others}}<li>artifact {{index . 0}}: <a href="{{index . 1}}"><code>{{index . 1}}</code></a></li>{{end}}</ul>
 {{end}}{{if .Excerpt}}<pre>{{.Excerpt}}</pre>

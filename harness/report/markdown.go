@@ -10,6 +10,7 @@ import (
 
 	"github.com/reproboard/reproboard/harness/board"
 	"github.com/reproboard/reproboard/harness/excerpt"
+	"github.com/reproboard/reproboard/harness/history"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -20,6 +21,12 @@ const MarkdownLimit = 1<<20 - 4<<10
 // MarkdownOptions shape the Markdown report.
 type MarkdownOptions struct {
 	Limit int // bytes; MarkdownLimit when 0
+	// History is what the history says about each board, by board name:
+	// its "what changed" block comes first. Nil: no history.
+	History map[string]*history.Analysis
+	// CollapseGreen shows GREEN sections as one row with their count (the
+	// step summary: what changed matters, the JSON and HTML list the rest).
+	CollapseGreen bool
 }
 
 // WriteMarkdown writes the board for a CI step summary: a heading with the
@@ -81,12 +88,21 @@ func WriteMarkdownBoards(w io.Writer, boards []*board.Board, opts MarkdownOption
 			mb.top.WriteString("\n")
 		}
 		fmt.Fprintf(&mb.top, "%s %s board %s — exit %d\n\n", level, exitIcon(b.ExitCode), mdText(b.Name), b.ExitCode)
+		mb.top.WriteString(markdownChanges(opts.History[b.Name]))
 		fmt.Fprintf(&mb.top, "%s board, target `%s`, %s%s. %s. Exit %d: %s.\n\n", gatingWord(b.Gating), mdCode(b.Target), mdText(b.Platform), shardNote(b.Shard), CountsLine(b.Counts), b.ExitCode, mdText(b.ExitReason))
 		mb.top.WriteString("| outcome | issue | duration | section | reason |\n|---|---|---|---|---|\n")
 		multiPkg := packageCount(b) > 1
+		greens := 0
 		for _, s := range b.Sections {
+			if opts.CollapseGreen && s.Outcome == outcome.Green {
+				greens++
+				continue
+			}
 			mb.rows = append(mb.rows, fmt.Sprintf("| %s | %s | %s | `%s` | %s |\n", mdOutcome(s.Outcome), mdIssue(s.Issue),
 				formatSeconds(s.Duration), mdCode(sectionLabel(s, multiPkg)), mdText(excerpt.OneLine(s.Reason, 200))))
+		}
+		if greens > 0 {
+			mb.rows = append(mb.rows, fmt.Sprintf("| GREEN | | | %d section(s) | collapsed: the JSON and HTML reports list them |\n", greens))
 		}
 		for _, p := range b.Problems {
 			fmt.Fprintf(&mb.tail, "\n**PROBLEM %s**: %s\n", mdText(p.Kind), mdText(excerpt.OneLine(p.Message, 500)))
