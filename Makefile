@@ -39,6 +39,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -count 3 ./harness/section/ ./harness/meter/
 	$(GO) test -run '^$$' -bench 'CLI' -benchtime 20x ./guards/
 	$(GO) test -run '^$$' -bench 'GuardSuite|ScriptsParallel|LeakSensitivity' -benchtime 1x ./guards/ ./harness/script/ ./repro/
+	$(GO) test -run '^$$' -bench 'Record|Analyze' -benchtime 20x ./harness/history/
+	$(GO) test -run '^$$' -bench 'HistoryCommand' -benchtime 5x ./cmd/reproboard/
+	$(GO) test -count=1 -run 'TestHistoryPageSize' -v ./harness/report/ | grep 'HTML page'
 
 clean:
 	rm -rf $(OUT)

@@ -108,7 +108,7 @@ func TestRealBugReproBoard(t *testing.T) {
 	trends := images(t, page, "trend")
 	require.Len(t, trends, 2, "a trend chart per leak measure")
 	assert.Contains(t, trends[0], "uss slope per run, 2 run(s)")
-	assert.Equal(t, 2, strings.Count(trends[0], "<circle"), "a point per run")
+	assert.Equal(t, 2, strings.Count(trends[0], "h0"), "a dot per run")
 	assert.Len(t, images(t, page, "chart"), 2, "beside the current run's samples charts")
 }
 

@@ -145,7 +145,7 @@ func runHistory(c *cli, cmd *command, args []string) int {
 	var all []*history.Run
 	var found []sectionRuns
 	for _, b := range boards {
-		runs, err := s.Runs(c.ctx, history.Query{Board: b, Tests: tests, Limit: *last})
+		runs, err := s.Runs(c.ctx, history.Query{Board: b, Tests: tests, Limit: *last, NoMeasures: len(tests) == 0})
 		if err != nil {
 			return c.fail(cmd, err)
 		}
@@ -296,7 +296,7 @@ func runFlaky(c *cli, cmd *command, args []string) int {
 	defer s.Close()
 	list := []history.Unstable{}
 	for _, b := range boards {
-		runs, err := s.Runs(c.ctx, history.Query{Board: b, Limit: *window})
+		runs, err := s.Runs(c.ctx, history.Query{Board: b, Limit: *window, NoMeasures: true})
 		if err != nil {
 			return c.fail(cmd, err)
 		}

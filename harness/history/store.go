@@ -89,6 +89,9 @@ type Query struct {
 	Board string
 	Tests []string
 	Limit int
+	// NoMeasures leaves the leak measures out: a listing of runs and
+	// outcomes reads half the rows.
+	NoMeasures bool
 }
 
 // Store is a history database. It is safe for concurrent use, and several
@@ -396,8 +399,11 @@ func (s *Store) Runs(ctx context.Context, q Query) ([]*Run, error) {
 	if err := srows.Err(); err != nil {
 		return fail(err)
 	}
+	if q.NoMeasures {
+		return runs, nil
+	}
 	mrows, err := tx.QueryContext(ctx, `SELECT m.run_id, m.seq, m.metric, m.unit, m.slope, m.budget, m.sensitivity, m.verdict
-		FROM measures m WHERE m.run_id >= ? AND m.run_id IN (SELECT id FROM runs WHERE `+where+`) ORDER BY m.run_id, m.seq, m.n`, append([]any{lo}, args...)...)
+		FROM sections s JOIN measures m ON m.run_id = s.run_id AND m.seq = s.seq WHERE `+secWhere+` ORDER BY m.run_id, m.seq, m.n`, secArgs...)
 	if err != nil {
 		return fail(err)
 	}

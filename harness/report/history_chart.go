@@ -89,12 +89,24 @@ func trendSVG(t history.Trend) []byte {
 	}
 	line(func(p history.TrendPoint) *float64 { return p.Sensitivity }, `stroke="#8c959f" stroke-dasharray="3 3"`)
 	line(func(p history.TrendPoint) *float64 { return p.Slope }, `stroke="#0969da" stroke-width="1.5"`)
+	// A dot per run, one path per verdict colour: no element per point,
+	// so a chart of 100 runs stays small (a title per point would not
+	// show anyway: the chart is an <img>).
+	dots := map[string]*strings.Builder{}
+	var colours []string
 	for i, p := range t.Points {
 		if p.Slope == nil {
 			continue
 		}
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s %s %s</title></circle>`, x(i), y(*p.Slope), verdictColor(p.Verdict),
-			html.EscapeString(p.Run.Label()), p.Verdict, html.EscapeString(human(*p.Slope)))
+		c := verdictColor(p.Verdict)
+		if dots[c] == nil {
+			dots[c] = &strings.Builder{}
+			colours = append(colours, c)
+		}
+		fmt.Fprintf(dots[c], "M%.1f,%.1fh0", x(i), y(*p.Slope))
+	}
+	for _, c := range colours {
+		fmt.Fprintf(&b, `<path d="%s" stroke="%s" stroke-width="7" stroke-linecap="round"/>`, dots[c].String(), c)
 	}
 	label := func(i int, anchor string) {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="%s" fill="#57606a">%s</text>`, x(i), top+plotH+16, anchor, html.EscapeString(t.Points[i].Run.Label()))

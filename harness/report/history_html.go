@@ -86,7 +86,8 @@ func htmlHistoryFor(a *history.Analysis, b *board.Board, rows []htmlRow, prefix 
 			if c.Outcome == "" {
 				cell.Class, cell.Title = "none", c.Run.Label()+": did not run"
 			} else {
-				cell.Title = fmt.Sprintf("%s %s: %s in %s", c.Run.Label(), c.Run.Time.UTC().Format("2006-01-02 15:04"), c.Outcome, formatSeconds(c.Duration))
+				// Short: a strip of 100 runs of 30 sections is 3000 cells.
+				cell.Title = fmt.Sprintf("%s %s %s %s", c.Run.Label(), c.Run.Time.UTC().Format("01-02 15:04"), c.Outcome, formatSeconds(c.Duration))
 				if c.Attempts > 1 {
 					cell.Title += fmt.Sprintf(", %d attempts", c.Attempts)
 				}
