@@ -101,7 +101,7 @@ func (r *recorder) record(ctx context.Context, b *board.Board) *history.Analysis
 		fmt.Fprintf(r.c.stderr, "reproboard: %v\n", err)
 		return unavailable(err)
 	}
-	return history.Analyze(runs, history.Options{})
+	return history.Analyze(runs, history.Options{Window: historyWindow})
 }
 
 func (r *recorder) close() {

@@ -25,6 +25,9 @@ func Passing(o outcome.Outcome) bool { return o == outcome.Green || o == outcome
 type Options struct {
 	CloseAfter int     // a known-red passing in this many runs in a row is suggested for closing; 5 when 0
 	FlakyAbove float64 // a section unstable in more than this share of its runs is suggested; 0.2 when 0
+	// Window is how many runs were asked for: a red streak that reaches
+	// back to the first run of a full window may be older (AtLeast).
+	Window int
 }
 
 // Ref is a run as the reports point at it.
@@ -177,7 +180,7 @@ func Analyze(runs []*Run, opts Options) *Analysis {
 			for i > 0 && h.Cells[i-1].Outcome != "" && Failing(h.Cells[i-1].Outcome) {
 				i--
 			}
-			c.Since, c.AtLeast = refs[i], i == 0
+			c.Since, c.AtLeast = refs[i], i == 0 && opts.Window > 0 && len(runs) >= opts.Window
 			a.StillRed = append(a.StillRed, c)
 		case Failing(s.Outcome):
 			a.New = append(a.New, c)

@@ -44,7 +44,7 @@ func tests(cs []Change) []string {
 }
 
 func TestWhatChanged(t *testing.T) {
-	a := Analyze(runs("GGR", "RRR", "KKF", "GGI", ".RR", "..R", "GRR"), Options{})
+	a := Analyze(runs("GGR", "RRR", "KKF", "GGI", ".RR", "..R", "GRR"), Options{Window: 3})
 	assert.Equal(t, []string{"A", "F"}, tests(a.New), "RED now, not before (F is a new section)")
 	assert.Equal(t, []string{"C"}, tests(a.Fixed))
 	assert.Equal(t, []string{"B", "E", "G"}, tests(a.StillRed))
@@ -57,6 +57,7 @@ func TestWhatChanged(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), byTest["B"].Since.ID, "red since the first run")
 	assert.True(t, byTest["B"].AtLeast, "and maybe before the window")
+	assert.False(t, Analyze(runs("GGR", "RRR"), Options{Window: 30}).StillRed[0].AtLeast, "a window that is not full holds every run")
 	assert.Equal(t, int64(2), byTest["E"].Since.ID, "red since it first ran")
 	assert.False(t, byTest["E"].AtLeast)
 	assert.Equal(t, int64(2), byTest["G"].Since.ID)

@@ -67,9 +67,8 @@ func historyHeadline(a *history.Analysis) string {
 	case a.Previous == nil:
 		return fmt.Sprintf("history: the first recorded run of board %s; nothing to compare yet", a.Board)
 	}
-	n := len(a.New) + len(a.Fixed) + len(a.Changed)
-	if n == 0 && len(a.StillRed) == 0 {
-		return "nothing changed since " + history.Since(a.Previous)
+	if len(a.New)+len(a.Fixed)+len(a.Changed) == 0 {
+		return "nothing changed since " + history.Since(a.Previous) // still red ones follow
 	}
 	return "what changed since " + history.Since(a.Previous)
 }
