@@ -71,8 +71,9 @@ func TestRealBugReproBoard(t *testing.T) {
 
 	code, stdout, stderr = invoke(t, "history", "--history", hist, "TestRepro/issue581")
 	require.Equal(t, 0, code, stderr)
-	assert.Regexp(t, `(?s)1 .* 1111111 +KNOWN-RED .*uss=[0-9.]+/op RED, file:cache/\*\*/\*\.db-wal=[0-9.]+/op RED\n`+
-		`2 .* 2222222 +FIXED .*uss=[0-9.]+/op GREEN, file:cache/\*\*/\*\.db-wal=[0-9.]+/op GREEN\n`, stdout)
+	const sens = `( \(sensitivity [0-9.e+]+\))?`
+	assert.Regexp(t, `(?s)1 .* 1111111 +KNOWN-RED .*uss=[0-9.]+/op RED`+sens+`, file:cache/\*\*/\*\.db-wal=[0-9.]+/op RED`+sens+`\n`+
+		`2 .* 2222222 +FIXED .*uss=[0-9.]+/op GREEN`+sens+`, file:cache/\*\*/\*\.db-wal=[0-9.]+/op GREEN`+sens+`\n`, stdout)
 	code, stdout, stderr = invoke(t, "history", "--history", hist, "--json", "TestRepro/issue581")
 	require.Equal(t, 0, code, stderr)
 	var sections []sectionRuns
@@ -85,6 +86,7 @@ func TestRealBugReproBoard(t *testing.T) {
 		require.Len(t, r.Measures, 2)
 		for _, m := range r.Measures {
 			assert.NotNil(t, m.Slope, "run %d %s has its slope", i+1, m.Metric)
+			assert.NotNil(t, m.Sensitivity, "run %d %s has its sensitivity", i+1, m.Metric)
 		}
 	}
 	assert.Greater(t, *sections[0].Runs[0].Measures[0].Slope, *sections[0].Runs[1].Measures[0].Slope, "the fix brings the uss slope down")
@@ -108,6 +110,7 @@ func TestRealBugReproBoard(t *testing.T) {
 	trends := images(t, page, "trend")
 	require.Len(t, trends, 2, "a trend chart per leak measure")
 	assert.Contains(t, trends[0], "uss slope per run, 2 run(s)")
+	assert.Contains(t, trends[0], "dashed: sensitivity")
 	assert.Equal(t, 2, strings.Count(trends[0], "h0"), "a dot per run")
 	assert.Len(t, images(t, page, "chart"), 2, "beside the current run's samples charts")
 }
