@@ -18,6 +18,11 @@ import (
 // "<run>/<section>".
 const MarkerVar = "REPROBOARD_SECTION"
 
+// SupervisorVar is set in the environment of a section's supervisor
+// processes (and removed from what they run). A marker search skips them:
+// a supervisor ends by itself once its tree is empty.
+const SupervisorVar = "REPROBOARD_SUPERVISE"
+
 // Proc identifies one process: a pid alone is not an identity, because the
 // kernel reuses pids; pid plus start time (clock ticks since boot) is.
 type Proc struct {
@@ -167,7 +172,7 @@ func environOf(pid int) map[string]string {
 	}
 	out := map[string]string{}
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		for _, k := range []string{MarkerVar, RunLockVar} {
+		for _, k := range []string{MarkerVar, RunLockVar, SupervisorVar} {
 			if v, ok := bytes.CutPrefix(kv, []byte(k+"=")); ok {
 				out[k] = string(v)
 			}
@@ -195,8 +200,9 @@ func Marked(match func(marker string) bool) ([]Proc, error) {
 		if pid == self {
 			continue
 		}
-		m, ok := markerOf(pid)
-		if !ok || !match(m) {
+		env := environOf(pid)
+		m, ok := env[MarkerVar]
+		if _, sup := env[SupervisorVar]; sup || !ok || !match(m) {
 			continue
 		}
 		p, err := Identify(pid)

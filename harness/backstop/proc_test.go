@@ -63,15 +63,17 @@ func TestStateZombieAndGone(t *testing.T) {
 	assert.ErrorIs(t, err, ErrGone)
 }
 
-// A child some exec.Cmd will wait for, but that never called Own
-// (testscript's exec does not), is a fresh zombie: ReapOrphans must leave
-// its status to that Wait, and take only a zombie that stays one.
-func TestReapOrphansLeavesAFreshZombieToItsWait(t *testing.T) {
-	cmd := exec.Command("true")
+// The backstop reaps nothing: a child's exit status is its own Wait's,
+// however long that Wait takes to come (a harness that reaped zombies it
+// took for orphans stole the statuses of other sections' commands).
+func TestBackstopLeavesEveryZombieToItsWait(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "exit 7")
 	if err := cmd.Start(); err != nil {
-		t.Skipf("no true binary: %v", err)
+		t.Skipf("no sh: %v", err)
 	}
 	pid := cmd.Process.Pid
+	p, err := Identify(pid)
+	require.NoError(t, err)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, state, err := State(pid)
@@ -79,20 +81,29 @@ func TestReapOrphansLeavesAFreshZombieToItsWait(t *testing.T) {
 		if Finished(state) {
 			break
 		}
-		require.False(t, time.Now().After(deadline), "true did not exit within 5s (state %c)", state)
+		require.False(t, time.Now().After(deadline), "sh did not exit within 5s (state %c)", state)
 		time.Sleep(5 * time.Millisecond)
 	}
-	assert.Equal(t, 0, ReapOrphans(), "a fresh zombie is not an orphan")
-	require.NoError(t, cmd.Wait(), "its own Wait still gets its status")
-
-	// One nobody waits for: reaped once it has stayed a zombie.
-	orphan := exec.Command("true")
-	require.NoError(t, orphan.Start())
-	opid := orphan.Process.Pid
-	time.Sleep(50 * time.Millisecond)
-	ReapOrphans() // first seen
-	time.Sleep(orphanAge + 100*time.Millisecond)
-	assert.Equal(t, 1, ReapOrphans())
-	_, _, err := State(opid)
-	assert.ErrorIs(t, err, ErrGone)
+	// Everything the backstop does at a section's end and at a sweep, over
+	// a zombie that has waited well past any "it must be an orphan" age.
+	for range 3 {
+		live := exec.Command("sleep", "30") // so that Stop has one to wait for
+		require.NoError(t, live.Start())
+		done := make(chan struct{})
+		go func() { live.Wait(); close(done) }()
+		l, err := Identify(live.Process.Pid)
+		require.NoError(t, err)
+		Stop([]Proc{p, l}, 100*time.Millisecond)
+		<-done
+		_, _ = Sweep(t.TempDir())
+		Descendants([]Proc{{Pid: os.Getpid()}})
+		time.Sleep(600 * time.Millisecond)
+	}
+	_, state, err := State(pid)
+	require.NoError(t, err, "someone reaped the zombie")
+	assert.Equal(t, byte('Z'), state)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "its own Wait must get its status")
+	assert.Equal(t, 7, ee.ExitCode())
 }

@@ -2,14 +2,10 @@ package backstop
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // DefaultGrace is how long SIGTERM gets before SIGKILL.
@@ -121,12 +117,13 @@ func Signal(p Proc, sig syscall.Signal) error {
 	return syscall.Kill(p.Pid, sig)
 }
 
-// waitGone polls until no process of ps is alive or d passes, reaping our
-// own zombies on the way; it returns those still alive.
+// waitGone polls until no process of ps is alive or d passes; it returns
+// those still alive. It reaps nothing: a zombie counts as ended, and its
+// exit status belongs to its parent (a section's exec.Cmd, or the
+// supervisor of the section that started it), never to the backstop.
 func waitGone(ps []Proc, d time.Duration) []Proc {
 	deadline := time.Now().Add(d)
 	for {
-		ReapOrphans()
 		var left []Proc
 		for _, p := range ps {
 			if p.Alive() {
@@ -140,81 +137,39 @@ func waitGone(ps []Proc, d time.Duration) []Proc {
 	}
 }
 
-var (
-	subreaperOnce sync.Once
-	subreaperErr  error
-	owned         sync.Map // pid -> true: children an exec.Cmd waits for
-)
-
-// BecomeSubreaper makes this process the child subreaper of its
-// descendants, so a daemon that double-forks away from a section's command
-// is reparented here instead of to init and can still be found. Not every
-// kernel or sandbox allows it; the marker search works regardless.
-func BecomeSubreaper() error {
-	subreaperOnce.Do(func() {
-		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	})
-	return subreaperErr
-}
-
-// Own tells ReapOrphans that an exec.Cmd will wait for pid; Disown undoes it.
-func Own(pid int)    { owned.Store(pid, true) }
-func Disown(pid int) { owned.Delete(pid) }
-
-// ReapOrphans collects the exit status of zombie children of this process
-// that no exec.Cmd waits for: orphans reparented here as subreaper. Only
-// those pids are waited for, never -1, so no exec.Cmd loses its status.
-//
-// A child started by code that does not call Own (testscript's own exec,
-// or an exec.Cmd between Start and Own) is a zombie only until its Wait
-// collects it, which is at once; an orphan stays one. So a zombie is
-// reaped only once it has stayed one for orphanAge: a fresh zombie may be
-// some exec.Cmd's, and taking its status would fail that Wait with ECHILD.
-func ReapOrphans() int {
-	self := os.Getpid()
+// Descendants lists the live descendants of the roots (not the roots
+// themselves), found by parent pid in /proc. Under a child subreaper every
+// orphan of its tree is reparented to it, so this is the whole tree.
+func Descendants(roots []Proc) []Proc {
 	all, err := pids()
 	if err != nil {
-		return 0
+		return nil
 	}
-	now := time.Now()
-	n := 0
+	children := map[int][]int{}
 	for _, pid := range all {
-		if _, mine := owned.Load(pid); mine {
-			continue
+		if st, err := readStat(pid); err == nil {
+			children[st.ppid] = append(children[st.ppid], pid)
 		}
-		st, err := readStat(pid)
-		if err != nil || st.ppid != self || st.state != 'Z' {
-			continue
-		}
-		key := zombieKey{pid, st.start}
-		first, seen := zombies.LoadOrStore(key, now)
-		if !seen || now.Sub(first.(time.Time)) < orphanAge {
-			continue
-		}
-		var ws unix.WaitStatus
-		if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
-			n++
-		}
-		zombies.Delete(key)
 	}
-	// Forget zombies that are gone (collected by their own Wait).
-	zombies.Range(func(k, _ any) bool {
-		if st, err := readStat(k.(zombieKey).pid); err != nil || st.start != k.(zombieKey).start || st.state != 'Z' {
-			zombies.Delete(k)
+	var out []Proc
+	seen := map[int]bool{}
+	var walk func(pid int)
+	walk = func(pid int) {
+		for _, c := range children[pid] {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			if p, err := Identify(c); err == nil && p.Alive() {
+				out = append(out, p)
+			}
+			walk(c)
 		}
-		return true
-	})
-	return n
+	}
+	for _, r := range roots {
+		if r.Same() {
+			walk(r.Pid)
+		}
+	}
+	return out
 }
-
-// orphanAge is how long a child must stay a zombie before ReapOrphans
-// takes it for an orphan.
-const orphanAge = time.Second
-
-type zombieKey struct {
-	pid   int
-	start uint64
-}
-
-// zombies holds when each unowned zombie child was first seen.
-var zombies sync.Map

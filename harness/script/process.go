@@ -396,7 +396,6 @@ var cmdAlive = command{
 			return nil
 		}
 		return wait.For(context.Background(), fmt.Sprintf("process $%s (%s) to end", c.args[0], p), c.within(*timeout), 20*time.Millisecond, func() wait.Result {
-			backstop.ReapOrphans()
 			if p.Start == 0 || !p.Alive() {
 				return wait.Done()
 			}

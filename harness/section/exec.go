@@ -2,13 +2,11 @@ package section
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -60,22 +58,14 @@ type Result struct {
 // Excerpt is the tail of the output for a failure message.
 func (r Result) Excerpt() string { return excerpt.Excerpt(r.Output, 0) }
 
-func (s *Section) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
-	if len(spec.Args) == 0 {
-		return nil, errors.New("no command")
+// cmdEnv and cmdDir are a command's environment and working directory.
+func (s *Section) cmdEnv(spec Spec) []string { return append(s.Env(), spec.Env...) }
+
+func (s *Section) cmdDir(spec Spec) string {
+	if spec.Dir == "" {
+		return s.Root
 	}
-	cmd := exec.CommandContext(ctx, spec.Args[0], spec.Args[1:]...)
-	cmd.Env = append(s.Env(), spec.Env...)
-	cmd.Dir = spec.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = s.Root
-	}
-	// Its own process group: a timeout kills the command with the children
-	// it did not detach; detached ones are the backstop's.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = pipeDelay
-	return cmd, nil
+	return spec.Dir
 }
 
 func (s *Section) timeout(d time.Duration) time.Duration {
@@ -85,52 +75,122 @@ func (s *Section) timeout(d time.Duration) time.Duration {
 	return max(d, time.Millisecond)
 }
 
-func (s *Section) started(cmd *exec.Cmd) {
-	backstop.Own(cmd.Process.Pid)
-	_ = s.Record(cmd.Process.Pid)
+// recordStart puts a started command under the backstop, and its identity
+// in the run directory for a sweep after this harness died.
+func (s *Section) recordStart(pid int) {
+	if p, err := backstop.Identify(pid); err == nil {
+		s.run.Record(p)
+	}
+	_ = s.Record(pid)
+}
+
+// stdinFile is what a command reads: data through a pipe, or /dev/null.
+func stdinFile(data []byte) (child, parent *os.File, err error) {
+	if data == nil {
+		f, err := os.Open(os.DevNull)
+		return f, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		_, _ = w.Write(data)
+		w.Close()
+	}()
+	return r, nil, nil
+}
+
+// drain waits for the readers of a finished command's pipes; a grandchild
+// may hold them open, so after pipeDelay the read ends are closed and the
+// readers end.
+func drain(readers *sync.WaitGroup, ends ...io.Closer) {
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(pipeDelay):
+		for _, e := range ends {
+			e.Close()
+		}
+		<-drained
+	}
 }
 
 // Run runs a command to its end or its timeout. A timeout gives RC 124,
-// the partial output, and a last line "[timed out after Ns]".
+// the partial output, and a last line "[timed out after Ns]". Output is
+// kept as a bounded tail whatever the command prints.
 func (s *Section) Run(spec Spec) Result {
 	d := s.timeout(spec.Timeout)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
 	res := Result{Args: spec.Args, RC: -1}
-	cmd, err := s.command(ctx, spec)
+	if len(spec.Args) == 0 {
+		res.Err = errors.New("no command")
+		return res
+	}
+	out, stdout, stderr := excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep)
+	in, _, err := stdinFile(spec.Stdin)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	out, stdout, stderr := excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep), excerpt.NewTail(spec.Keep)
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, stdout), io.MultiWriter(out, stderr)
-	if spec.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(spec.Stdin)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		in.Close()
+		res.Err = err
+		return res
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		in.Close()
+		outR.Close()
+		outW.Close()
+		res.Err = err
+		return res
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	l, err := s.launch(spec.Args, s.cmdEnv(spec), s.cmdDir(spec), in, outW, errW)
+	in.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
 		res.Err = err
 		res.Output = err.Error()
 		return res
 	}
-	s.started(cmd)
-	err = cmd.Wait()
-	backstop.Disown(cmd.Process.Pid)
+	var readers sync.WaitGroup
+	readers.Add(2)
+	copyTo := func(w io.Writer, r io.Reader) {
+		defer readers.Done()
+		_, _ = io.Copy(w, r)
+	}
+	go copyTo(io.MultiWriter(out, stdout), outR)
+	go copyTo(io.MultiWriter(out, stderr), errR)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-l.done:
+	case <-timer.C:
+		res.TimedOut = true
+		l.killGroup()
+		<-l.done
+	}
+	drain(&readers, outR, errR)
+	outR.Close()
+	errR.Close()
 	res.Duration = time.Since(start)
 	res.Total = out.Total()
 	res.Output, res.Stdout, res.Stderr = out.String(), stdout.String(), stderr.String()
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		res.RC, res.TimedOut = TimeoutRC, true
+	case res.TimedOut:
+		res.RC = TimeoutRC
 		res.Err = fmt.Errorf("timed out after %s", d.Round(time.Millisecond))
 		res.Output = strings.TrimSuffix(res.Output, "\n") + fmt.Sprintf("\n[timed out after %gs]", d.Round(time.Millisecond).Seconds())
-	case cmd.ProcessState != nil:
-		res.RC = cmd.ProcessState.ExitCode()
-		if res.RC < 0 { // killed by a signal
-			res.RC = 128 + int(cmd.ProcessState.Sys().(syscall.WaitStatus).Signal())
-		}
+	case l.err != nil:
+		res.Err = l.err
 	default:
-		res.Err = err
+		res.RC = l.rc()
 	}
 	return res
 }
@@ -150,7 +210,7 @@ type Proc struct {
 	Args []string
 	ID   backstop.Proc
 
-	cmd   *exec.Cmd
+	l     *started
 	stdin io.WriteCloser
 	out   *excerpt.Tail
 
@@ -168,87 +228,90 @@ type Proc struct {
 // tail and as lines for WaitLine; it ends at the section's deadline if not
 // before, and the backstop stops it with the section.
 func (s *Section) Start(name string, spec Spec) (*Proc, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout(spec.Timeout))
-	// Background context: exec watches nothing; the goroutine at the end
-	// kills the process group at the deadline.
-	cmd, err := s.command(context.Background(), spec)
-	if err != nil {
-		cancel()
-		return nil, err
+	if len(spec.Args) == 0 {
+		return nil, errors.New("no command")
 	}
-	p := &Proc{Name: name, Args: spec.Args, cmd: cmd, out: excerpt.NewTail(spec.Keep), done: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	var stderr io.ReadCloser = io.NopCloser(strings.NewReader(""))
-	if spec.StderrFile != "" {
-		f, err := os.OpenFile(spec.StderrFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			cancel()
-			return nil, err
+	d := s.timeout(spec.Timeout)
+	p := &Proc{Name: name, Args: spec.Args, out: excerpt.NewTail(spec.Keep), done: make(chan struct{})}
+	var parentEnds, childEnds []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
 		}
-		defer f.Close() // the child has its own descriptor once started
-		cmd.Stderr = f
-	} else if stderr, err = cmd.StderrPipe(); err != nil {
-		cancel()
+	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
+		}
+		return
+	}
+	fail := func(err error) (*Proc, error) {
+		closeAll(parentEnds)
+		closeAll(childEnds)
 		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parentEnds, childEnds = append(parentEnds, inW), append(childEnds, inR)
+	p.stdin = inW
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	var stdout io.ReadCloser = outR
+	var stderr io.ReadCloser = io.NopCloser(strings.NewReader(""))
+	var errW *os.File
+	if spec.StderrFile != "" {
+		if errW, err = os.OpenFile(spec.StderrFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, errW)
+	} else {
+		var errR *os.File
+		if errR, errW, err = pipe(); err != nil {
+			return fail(err)
+		}
+		stderr = errR
 	}
 	if spec.RawStdout {
-		p.rawStdout = stdout
+		p.rawStdout = outR
 		stdout = io.NopCloser(strings.NewReader(""))
 	}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		cancel()
-		return nil, err
-	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+	l, err := s.launch(spec.Args, s.cmdEnv(spec), s.cmdDir(spec), inR, outW, errW)
+	if err != nil {
+		return fail(fmt.Errorf("start %s: %w", name, err))
 	}
-	s.started(cmd)
-	p.ID, _ = backstop.Identify(cmd.Process.Pid)
+	closeAll(childEnds) // the child has its own descriptors now
+	p.l = l
+	p.ID, _ = backstop.Identify(l.pid)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go p.read("stdout", stdout, &readers)
 	go p.read("stderr", stderr, &readers)
+	timer := time.NewTimer(d)
 	go func() {
-		defer cancel()
 		defer close(p.done)
-		state, err := cmd.Process.Wait()
-		// A grandchild may hold the pipes open; give readers pipeDelay, then
-		// close our ends so the readers end.
-		drained := make(chan struct{})
-		go func() { readers.Wait(); close(drained) }()
+		timedOut := false
 		select {
-		case <-drained:
-		case <-time.After(pipeDelay):
+		case <-l.done:
+		case <-timer.C:
+			timedOut = true
+			l.killGroup()
+			<-l.done
+		}
+		timer.Stop()
+		drain(&readers, stdout, stderr)
+		if !spec.RawStdout {
 			stdout.Close()
-			stderr.Close()
-			<-drained
 		}
-		backstop.Disown(cmd.Process.Pid)
-		p.res = Result{Args: spec.Args, Duration: time.Since(start), Output: p.out.String(), Total: p.out.Total(), RC: -1, Err: err}
-		if state != nil {
-			p.res.RC = state.ExitCode()
-			if p.res.RC < 0 {
-				p.res.RC = 128 + int(state.Sys().(syscall.WaitStatus).Signal())
-			}
-		}
-		if ctx.Err() == context.DeadlineExceeded {
+		stderr.Close()
+		inW.Close()
+		p.res = Result{Args: spec.Args, Duration: time.Since(start), Output: p.out.String(), Total: p.out.Total(), RC: l.rc(), Err: l.err}
+		if timedOut {
 			p.res.TimedOut, p.res.RC = true, TimeoutRC
-		}
-	}()
-	// cmd.Wait is never called: the goroutine above waits for the process
-	// itself so that it, not exec, decides when to stop reading the pipes.
-	go func() {
-		<-ctx.Done()
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Cancel()
 		}
 	}()
 	return p, nil
@@ -281,7 +344,7 @@ func (p *Proc) read(stream string, r io.Reader, wg *sync.WaitGroup) {
 func (p *Proc) Stdout() io.ReadCloser { return p.rawStdout }
 
 // Pid is the process id.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+func (p *Proc) Pid() int { return p.l.pid }
 
 // Send writes text to the process's stdin.
 func (p *Proc) Send(text string) error {

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/reproboard/reproboard/harness/backstop"
@@ -67,16 +69,24 @@ type Section struct {
 	env     []string
 	runLock string
 
-	mu     sync.Mutex
-	procs  []backstop.Proc
-	closed bool
-	end    *End
+	run       *backstop.Run
+	isolation backstop.Isolation
+	cgroup    *backstop.Cgroup // the section's own, under the run's
+	cgroupFD  *os.File
+	exe       string // this binary, re-executed as a supervisor
+
+	mu          sync.Mutex
+	procs       []backstop.Proc
+	supervisors []*started
+	closed      bool
+	end         *End
 }
 
 // End says how a section ended.
 type End struct {
-	Backstop backstop.Report // processes still running at the end, and what it took
-	KeptRoot string          // set when the root was kept
+	Backstop  backstop.Report    // processes still running at the end, and what it took
+	Isolation backstop.Isolation // how the section owned its processes
+	KeptRoot  string             // set when the root was kept
 }
 
 // Clean is true when the section's own steps stopped everything they started.
@@ -101,13 +111,63 @@ func Base() string {
 }
 
 // DefaultRun is this process's run: started on first use, after a sweep of
-// the residue of dead runs, and with this process as child subreaper.
+// the residue of dead runs (one line per dead run on stderr), with the
+// strongest isolation the machine allows (see Isolation).
 func DefaultRun() (*backstop.Run, error) {
 	runOnce.Do(func() {
-		_ = backstop.BecomeSubreaper()
-		run, _, runErr = backstop.StartRun(Base())
+		var sweep backstop.SweepReport
+		run, sweep, runErr = backstop.StartRun(Base())
+		for _, line := range sweep.Lines() {
+			fmt.Fprintf(os.Stderr, "reproboard: %s\n", line)
+		}
+		if runErr == nil {
+			max, _ := backstop.MaxIsolation()
+			Supervise(run, max)
+		}
 	})
 	return run, runErr
+}
+
+// Supervise settles run's isolation, at most max: its cgroup if a process
+// can be started into it, else a supervisor per command if this binary
+// can be re-executed as one (it links this package), else the marker.
+func Supervise(r *backstop.Run, max backstop.Isolation) {
+	exe, err := os.Executable()
+	if err != nil {
+		r.DropCgroup()
+		return
+	}
+	if r.Cgroup != nil {
+		if max.Rank() < backstop.IsolationCgroup.Rank() || probe(exe, r.Cgroup) != nil {
+			r.DropCgroup()
+		}
+	}
+	if r.Isolation == backstop.IsolationCgroup || max.Rank() < backstop.IsolationSubreaper.Rank() {
+		return
+	}
+	if probe(exe, nil) == nil {
+		r.Isolation = backstop.IsolationSubreaper
+	}
+}
+
+// probe starts this binary as a supervisor probe: into cg when given.
+func probe(exe string, cg *backstop.Cgroup) error {
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), superviseEnv+"=probe")
+	if cg != nil {
+		p, err := cg.Child("probe")
+		if err != nil {
+			return err
+		}
+		defer p.Remove()
+		f, err := p.Open()
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	}
+	return cmd.Run()
 }
 
 // CloseDefaultRun stops whatever still carries the run's marker and removes
@@ -148,15 +208,24 @@ func New(r *backstop.Run, cfg Config) (*Section, error) {
 		return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
 	}
 	s := &Section{
-		Name:    cfg.Name,
-		Marker:  r.Marker(cfg.Name),
-		Root:    root,
-		Cache:   filepath.Join(root, "cache"),
-		Runtime: filepath.Join(root, "runtime"),
-		Home:    filepath.Join(root, "home"),
-		Tmp:     filepath.Join(root, "tmp"),
-		cfg:     cfg,
-		runLock: r.LockPath,
+		Name:      cfg.Name,
+		Marker:    r.Marker(cfg.Name),
+		Root:      root,
+		Cache:     filepath.Join(root, "cache"),
+		Runtime:   filepath.Join(root, "runtime"),
+		Home:      filepath.Join(root, "home"),
+		Tmp:       filepath.Join(root, "tmp"),
+		cfg:       cfg,
+		runLock:   r.LockPath,
+		run:       r,
+		isolation: r.Isolation,
+	}
+	if s.isolation == backstop.IsolationSubreaper {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
+		}
+		s.exe = exe
 	}
 	s.Deadline = cfg.Deadline
 	if s.Deadline.IsZero() {
@@ -175,6 +244,17 @@ func New(r *backstop.Run, cfg Config) (*Section, error) {
 			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
 		}
 		s.cfg.Env = env
+	}
+	if s.isolation == backstop.IsolationCgroup {
+		cg, err := r.Cgroup.Child(filepath.Base(root))
+		if err == nil {
+			s.cgroupFD, err = cg.Open()
+		}
+		if err != nil {
+			os.RemoveAll(root)
+			return nil, fmt.Errorf("section %s: %w", cfg.Name, err)
+		}
+		s.cgroup = cg
 	}
 	s.env = s.buildEnv(os.Environ())
 	return s, nil
@@ -290,10 +370,16 @@ func (s *Section) Record(pid int) error {
 	return nil
 }
 
-// Close runs the backstop: every recorded process and every process that
-// carries the section's marker (daemons that double-forked and called
-// setsid included) still running is stopped. The root is then removed
-// unless the section is kept. Close is idempotent.
+// Isolation is how the section owns its processes.
+func (s *Section) Isolation() backstop.Isolation { return s.isolation }
+
+// Close runs the backstop: every recorded process, every process of the
+// section's cgroup or of its supervisors' trees, and every process that
+// carries the section's marker, still running, is stopped (SIGTERM, the
+// grace, SIGKILL; then cgroup.kill). Daemons that double-forked, called
+// setsid, or cleared or overwrote their environment are found by the
+// first two. The root is then removed unless the section is kept. Close
+// is idempotent.
 func (s *Section) Close() End {
 	s.mu.Lock()
 	if s.closed {
@@ -303,12 +389,35 @@ func (s *Section) Close() End {
 	}
 	s.closed = true
 	procs := append([]backstop.Proc(nil), s.procs...)
+	sups := append([]*started(nil), s.supervisors...)
 	s.mu.Unlock()
 
+	if s.cgroup != nil {
+		procs = append(procs, s.cgroup.Procs()...)
+	}
+	var roots []backstop.Proc
+	for _, l := range sups {
+		if p, err := backstop.Identify(l.supervisor.Process.Pid); err == nil {
+			roots = append(roots, p)
+		}
+	}
+	procs = append(procs, backstop.Descendants(roots)...)
 	marked, _ := backstop.WithMarker(s.Marker)
 	procs = append(procs, marked...)
-	res := End{Backstop: backstop.Stop(procs, s.cfg.Grace)}
-	backstop.ReapOrphans()
+	res := End{Backstop: backstop.Stop(procs, s.cfg.Grace), Isolation: s.isolation}
+	if s.cgroup != nil {
+		res.Backstop.Survivors = append(res.Backstop.Survivors, s.cgroup.Kill(3*time.Second)...)
+		s.cgroupFD.Close()
+	}
+	// A supervisor ends when its tree is empty; it is this section's own
+	// child, waited for by its own goroutine.
+	for _, l := range sups {
+		select {
+		case <-l.supDone:
+		case <-time.After(3 * time.Second):
+			_ = l.supervisor.Process.Kill()
+		}
+	}
 	if s.cfg.Keep || os.Getenv(KeepEnv) == "1" {
 		res.KeptRoot = s.Root
 	} else {
