@@ -198,6 +198,7 @@ func table() map[string]command {
 	return map[string]command{
 		"target":   cmdTarget,
 		"setup":    cmdSetup,
+		"run":      cmdRun,
 		"spawn":    cmdSpawn,
 		"send":     cmdSend,
 		"waitline": cmdWaitline,

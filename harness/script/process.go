@@ -74,6 +74,37 @@ var cmdTarget = command{
 	},
 }
 
+var cmdRun = command{
+	usage: "[!] run [-timeout d] [-stdin FILE] cmd args... — run a command, bounded and supervised (write it where testscript's exec would be); ! expects a non-zero exit (a timeout always fails)",
+	neg:   negSelf,
+	run: func(c *call) error {
+		timeout := c.timeoutFlag()
+		stdinFile := c.flags.String("stdin", "", "file fed to standard input")
+		if err := c.parse(1, -1); err != nil {
+			return err
+		}
+		var stdin []byte
+		if *stdinFile != "" {
+			stdin = []byte(c.ts.ReadFile(*stdinFile))
+		}
+		res, err := c.runOnce(c.args, *timeout, stdin)
+		if err != nil {
+			return err
+		}
+		switch {
+		case res.TimedOut:
+			return fmt.Errorf("run hung: %s", describe(c.args, res))
+		case res.RC == -1:
+			return fmt.Errorf("run %s: did not start: %v", strings.Join(c.args, " "), res.Err)
+		case c.neg && res.RC == 0:
+			return fmt.Errorf("run %s: unexpected success (rc 0); output tail:\n%s", strings.Join(c.args, " "), res.Excerpt())
+		case !c.neg && res.RC != 0:
+			return fmt.Errorf("run failed: %s", describe(c.args, res))
+		}
+		return nil
+	},
+}
+
 var cmdSetup = command{
 	usage: "setup [-timeout d] [-stdin FILE] cmd args... — a precondition this section does not own; its failure is SETUP-FAIL, not RED",
 	neg:   negNever,

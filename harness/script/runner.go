@@ -6,6 +6,7 @@ package script
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,6 +75,10 @@ func Run(t *testing.T, p Params) {
 		}
 		cmds[name] = c
 	}
+	refused, err := refusals(p.Dir)
+	if err != nil {
+		t.Fatalf("guard scripts: %v", err)
+	}
 	var deadline time.Time
 	if d, ok := t.Deadline(); ok {
 		deadline = d.Add(-deadlineMargin)
@@ -85,6 +90,10 @@ func Run(t *testing.T, p Params) {
 		Deadline:            deadline,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			if tb, ok := env.T().(TB); ok && refused[path.Base(tb.Name())] != "" {
+				outcome.Mark(tb, outcome.Red, "script refused: it uses testscript's exec")
+				return fmt.Errorf("%s", refused[path.Base(tb.Name())])
+			}
 			if err := setup(env, p, deadline); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +58,45 @@ func helper(mode string, args []string) int {
 			return 1
 		}
 		fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
+		return 0
+	case "daemonize-envclear":
+		// setsid -f env -i sleep 3601: detached, nothing in its environment.
+		child := exec.Command("/bin/sleep", "3601")
+		child.Env = []string{}
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
+		return 0
+	case "daemonize-title":
+		// A daemon that writes its title over its environment, as redis does.
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=title-daemon")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		ready, err := child.StdoutPipe()
+		if err == nil {
+			err = child.Start()
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		line, err := bufio.NewReader(ready).ReadString('\n')
+		if err != nil || line != "ready\n" {
+			fmt.Printf("error: the daemon said %q (%v)\n", line, err)
+			return 1
+		}
+		fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
+		return 0
+	case "title-daemon":
+		if err := overwriteEnviron("redis-server *:6379"); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("ready")
+		time.Sleep(10 * time.Minute)
 		return 0
 	case "daemon":
 		fmt.Println("ready")
@@ -117,8 +157,10 @@ func helper(mode string, args []string) int {
 			fmt.Println("error:", err)
 			return 1
 		}
-		res := s.Run(helperSpec("daemonize"))
-		fmt.Print(res.Output)
+		for _, mode := range strings.Fields(os.Getenv("HARNESS_DAEMONS")) {
+			res := s.Run(helperSpec(mode))
+			fmt.Print(res.Output)
+		}
 		fmt.Printf("run %s root %s\n", r.ID, s.Root)
 		time.Sleep(10 * time.Minute)
 		return 0
@@ -137,4 +179,35 @@ func helper(mode string, args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 	return 2
+}
+
+// overwriteEnviron writes title over this process's initial environment
+// block (env_start..env_end, fields 50 and 51 of /proc/self/stat), zeroing
+// the rest: /proc/self/environ then shows the title and no variable.
+func overwriteEnviron(title string) error {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return err
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	start, err1 := strconv.ParseUint(f[47], 10, 64)
+	end, err2 := strconv.ParseUint(f[48], 10, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return fmt.Errorf("env_start/env_end unreadable: %v %v", err1, err2)
+	}
+	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	block := make([]byte, end-start)
+	copy(block, title)
+	if _, err := mem.WriteAt(block, int64(start)); err != nil {
+		return err
+	}
+	env, _ := os.ReadFile("/proc/self/environ")
+	if strings.Contains(string(env), "REPROBOARD_SECTION") {
+		return fmt.Errorf("the marker is still readable: %q", env)
+	}
+	return nil
 }

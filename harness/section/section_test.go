@@ -266,7 +266,7 @@ func TestResidueSweepAfterHarnessKilled(t *testing.T) {
 	s := newSection(t, Config{})
 	child, err := s.Start("harness", Spec{
 		Args: []string{os.Args[0]},
-		Env:  []string{helperEnv + "=harness-child", BaseEnv + "=" + base},
+		Env:  []string{helperEnv + "=harness-child", BaseEnv + "=" + base, "HARNESS_DAEMONS=daemonize"},
 	})
 	require.NoError(t, err)
 	line, err := child.WaitLine("stdout", regexp.MustCompile(`^run \S+ root \S+`), 20*time.Second)
