@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reproboard/reproboard/harness/backstop"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/wait"
@@ -101,20 +103,50 @@ func stdinFile(data []byte) (child, parent *os.File, err error) {
 	return r, nil, nil
 }
 
-// drain waits for the readers of a finished command's pipes; a grandchild
-// may hold them open, so after pipeDelay the read ends are closed and the
-// readers end.
+// drain waits for the readers of a finished command's pipes. A grandchild
+// may hold them open: once a pipeDelay passes with nothing left unread in
+// them, the read ends are closed and the readers end. Output still
+// waiting to be read (a reader slow on a loaded machine) is waited for, up
+// to ten pipeDelays in all.
 func drain(readers *sync.WaitGroup, ends ...io.Closer) {
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(pipeDelay):
+	giveUp := time.Now().Add(10 * pipeDelay)
+	for {
+		select {
+		case <-drained:
+			return
+		case <-time.After(pipeDelay):
+		}
+		if time.Now().Before(giveUp) && unread(ends) {
+			continue
+		}
 		for _, e := range ends {
 			e.Close()
 		}
 		<-drained
+		return
 	}
+}
+
+// unread reports whether any of the pipes holds bytes not read yet.
+func unread(ends []io.Closer) bool {
+	for _, e := range ends {
+		f, ok := e.(*os.File)
+		if !ok {
+			continue
+		}
+		rc, err := f.SyscallConn()
+		if err != nil {
+			continue
+		}
+		n := 0
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Run runs a command to its end or its timeout. A timeout gives RC 124,

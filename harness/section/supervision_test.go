@@ -1,6 +1,7 @@
 package section
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -168,7 +169,7 @@ func TestParallelSectionsKeepTheirExitStatus(t *testing.T) {
 							res := s.Run(Spec{Args: []string{"sh", "-c", "(sleep 0.1 &); echo ok"}, Timeout: 30 * time.Second})
 							if res.RC != 0 || res.Stdout != "ok\n" {
 								mu.Lock()
-								failures = append(failures, itoa(res.RC)+" "+res.Output)
+								failures = append(failures, fmt.Sprintf("rc=%d total=%d after %s err=%v output=%q", res.RC, res.Total, res.Duration, res.Err, res.Output))
 								mu.Unlock()
 							}
 						}()
