@@ -60,6 +60,9 @@ func Stop(procs []Proc, grace time.Duration) Report {
 	for _, p := range procs {
 		if !seen[p.Pid] && p.Alive() {
 			seen[p.Pid] = true
+			if c := cmdline(p.Pid); c != "" {
+				p.Cmd = c // what it runs now: it may have exec'd since it was recorded
+			}
 			live = append(live, p)
 		}
 	}

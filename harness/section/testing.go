@@ -53,15 +53,16 @@ func Report(t testing.TB, end End) {
 	if end.Backstop.Empty() {
 		return
 	}
-	t.Logf("%s", end.Backstop)
+	t.Logf("%s\n(isolation: %s)", end.Backstop, end.Isolation)
 	var pids []string
 	for _, p := range end.Backstop.Stopped() {
-		pids = append(pids, fmt.Sprint(p.Pid))
+		pids = append(pids, p.String())
 	}
 	// A failed section never reached the steps that would have stopped its
-	// processes; a passing one should have, so the board hears of it.
+	// processes; a passing one should have, so the board hears of it, and
+	// of the isolation that found them.
 	if len(pids) > 0 && !t.Failed() {
-		t.Attr(outcome.AttrBackstop, "stopped left-over processes: pid "+strings.Join(pids, ", "))
+		t.Attr(outcome.AttrBackstop, fmt.Sprintf("stopped left-over processes: %s [isolation: %s]", strings.Join(pids, ", "), end.Isolation))
 	}
 	if len(end.Backstop.Survivors) > 0 {
 		t.Errorf("the backstop could not stop every process the section started:\n%s", end.Backstop)

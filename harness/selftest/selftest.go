@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -27,6 +28,7 @@ type Result struct {
 	Output   string // stdout and stderr, -test.v
 	Err      error  // nil when every test passed
 	Duration time.Duration
+	MaxRSS   int64 // the child's peak resident set, bytes (getrusage via wait4)
 }
 
 // Pattern is a -test.run pattern matching exactly the named test and
@@ -46,7 +48,13 @@ func Run(c Child) Result {
 	cmd.Env = append(os.Environ(), c.Env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	return Result{Output: string(out), Err: err, Duration: time.Since(start)}
+	r := Result{Output: string(out), Err: err, Duration: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.MaxRSS = ru.Maxrss << 10
+		}
+	}
+	return r
 }
 
 var attrLine = regexp.MustCompile(`(?m)^=== ATTR  (\S+) (\S+) (.*)$`)
