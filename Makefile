@@ -7,12 +7,16 @@ OUT      ?= out
 TEST_PKGS = ./harness/... ./guards/... ./examples/... ./cmd/...
 GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
 
-.PHONY: test vet board redis-board guards repro bench clean
+.PHONY: test vet board redis-board guards repro bench stress clean
 
 ## test: vet, then every test that must pass (1 minute on 2 cores; 3 with an empty build cache)
+# Its runs live under a base of their own, so that no-leftovers checks (and
+# kills) the processes of these runs only, never another checkout's.
 test: vet
-	$(GOTESTSUM) -- -count=1 -timeout 9m $(TEST_PKGS)
-	scripts/no-leftovers.sh
+	@base=$$(mktemp -d /tmp/rbmake-XXXXXX) || exit 2; \
+	REPROBOARD_BASE=$$base $(GOTESTSUM) -- -count=1 -timeout 9m $(TEST_PKGS); rc=$$?; \
+	scripts/no-leftovers.sh $$base || rc=1; \
+	rm -rf $$base; exit $$rc
 
 vet:
 	$(GO) vet ./...
@@ -36,12 +40,17 @@ repro:
 
 ## bench: the figures, printed; ratios are measured within one run (a shared machine is noisy)
 bench:
-	$(GO) test -run '^$$' -bench . -count 3 ./harness/section/ ./harness/meter/
+	$(GO) test -run '^$$' -bench . -count 3 ./harness/meter/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./harness/section/
 	$(GO) test -run '^$$' -bench 'CLI' -benchtime 20x ./guards/
 	$(GO) test -run '^$$' -bench 'GuardSuite|ScriptsParallel|LeakSensitivity' -benchtime 1x ./guards/ ./harness/script/ ./repro/
 	$(GO) test -run '^$$' -bench 'Record|Analyze' -benchtime 20x ./harness/history/
 	$(GO) test -run '^$$' -bench 'HistoryCommand' -benchtime 5x ./cmd/reproboard/
 	$(GO) test -count=1 -run 'TestHistoryPageSize' -v ./harness/report/ | grep 'HTML page'
+
+## stress: the storm-and-orphans stress, 100 iterations of 12 scripts at -parallel 12, per isolation level
+stress:
+	REPROBOARD_STRESS_COUNT=100 $(GO) test -count=1 -timeout 60m -run '^TestStormStress$$' -v ./harness/script/ | grep -E '^\s*--- (PASS|FAIL|SKIP): TestStormStress/[a-z]+ |sections failed|Messages'
 
 clean:
 	rm -rf $(OUT)
