@@ -13,7 +13,7 @@ GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-e
 # Its runs live under a base of their own, so that no-leftovers checks (and
 # kills) the processes of these runs only, never another checkout's.
 test: vet
-	@base=$$(mktemp -d /tmp/rbmake-XXXXXX) || exit 2; \
+	@base=$$(mktemp -d /tmp/rbm-XXX) || exit 2; \
 	REPROBOARD_BASE=$$base $(GOTESTSUM) -- -count=1 -timeout 9m $(TEST_PKGS); rc=$$?; \
 	scripts/no-leftovers.sh $$base || rc=1; \
 	rm -rf $$base; exit $$rc

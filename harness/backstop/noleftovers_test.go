@@ -21,14 +21,19 @@ func TestNoLeftoversTouchesOnlyItsOwnRuns(t *testing.T) {
 	require.NoError(t, err)
 	mine, other := t.TempDir(), t.TempDir()
 
-	// A live run under another base: its lock is held.
-	otherLock := filepath.Join(other, "rb-0badc0de.lock")
-	f, err := os.Create(otherLock)
-	require.NoError(t, err)
-	defer f.Close()
-	require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
+	// A live run under another base, and one under this base (as at the
+	// end of make test, its runs are done, but a held lock keeps every
+	// other run's sweep off this test's processes).
+	otherLock, myLock := filepath.Join(other, "rb-0badc0de.lock"), filepath.Join(mine, "rb-deadbeef.lock")
+	for _, lock := range []string{otherLock, myLock} {
+		f, err := os.Create(lock)
+		require.NoError(t, err)
+		defer f.Close()
+		require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
+	}
 	// Up to three tries: until every checkout on a shared machine runs this
 	// script, an older one kills every marked process it sees, ours too.
+	// (A held lock keeps the sweeps of current runs off them.)
 	for try := 1; ; try++ {
 		live := marked(t, "0badc0de/TestLive", otherLock)
 		out, err := exec.Command(script, mine).CombinedOutput()
@@ -36,7 +41,7 @@ func TestNoLeftoversTouchesOnlyItsOwnRuns(t *testing.T) {
 		assert.Contains(t, string(out), "no process of the runs under")
 
 		// A left-over of a run under this base: killed, named, a failure.
-		left := marked(t, "deadbeef/TestLeft", filepath.Join(mine, "rb-deadbeef.lock"))
+		left := marked(t, "deadbeef/TestLeft", myLock)
 		out, err = exec.Command(script, mine).CombinedOutput()
 		if !strings.Contains(string(out), "deadbeef") && !left.Alive() || !live.Alive() && !strings.Contains(string(out), "0badc0de") {
 			if try < 3 {
