@@ -113,7 +113,8 @@ type started struct {
 	err        error
 }
 
-// exited turns the wait status into an exit code: 128+N for signal N.
+// rc turns the wait status into an exit code: 128+N for signal N, -1
+// when the status never came.
 func (l *started) rc() int {
 	switch {
 	case l.err != nil:
