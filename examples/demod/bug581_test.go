@@ -85,7 +85,7 @@ func repeatSearch(t *testing.T, env ...string) []sample {
 	}
 	demod(t, sec, "daemon", "start")
 	t.Cleanup(func() { sec.Run(section.Spec{Args: []string{binary, "daemon", "stop"}, Timeout: 30 * time.Second}) })
-	demod(t, sec, "cli", "index_repository", fmt.Sprintf(`{"path":%q}`, repo))
+	demod(t, sec, "cli", "index_repository", fmt.Sprintf(`{"repo_path":%q}`, repo))
 
 	server, err := sec.Start("mcp", section.Spec{Args: []string{binary}, RawStdout: true})
 	if err != nil {

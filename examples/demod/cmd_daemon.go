@@ -58,6 +58,8 @@ func parseDaemon(args []string, stderr io.Writer) (func(*app) int, bool) {
 			switch arg {
 			case "--mode=" + daemon.Ephemeral:
 				mode = daemon.Ephemeral
+			case "--mode=" + daemon.SessionManaged:
+				mode = daemon.SessionManaged
 			case "--mode=" + daemon.Permanent:
 				mode = daemon.Permanent
 			default:
@@ -103,14 +105,16 @@ func (a *app) daemonStatus() int {
 	st, err := rendezvous.Status(a.paths)
 	if err != nil {
 		if pid, mode, ok := a.staleClaim(); ok {
-			fmt.Fprintf(a.stdout, "daemon: active (%s)\n  pid: %d\n  committed clients: 0\n", mode, pid)
+			fmt.Fprintf(a.stdout, "daemon: active (%s)\n  pid: %d\n  build: demod %s\n  committed clients: 0\n", mode, pid, version)
 			return 0
 		}
 		rendezvous.ClearStale(a.paths)
 		fmt.Fprintln(a.stdout, "daemon: not running")
 		return 1
 	}
-	fmt.Fprintf(a.stdout, "daemon: active (%s)\n  pid: %d\n  committed clients: %d\n", st.Mode, st.PID, len(st.Clients))
+	// The build line stands where the real program prints its own: guards
+	// must accept lines between the pid and the client count.
+	fmt.Fprintf(a.stdout, "daemon: active (%s)\n  pid: %d\n  build: demod %s\n  committed clients: %d\n", st.Mode, st.PID, version, len(st.Clients))
 	return 0
 }
 
@@ -203,7 +207,9 @@ func (a *app) daemonStart(port int) int {
 		if resp.Already {
 			fmt.Fprintf(a.stdout, "daemon: already active (permanent, pid %d)\n", resp.PID)
 		} else {
-			fmt.Fprintf(a.stdout, "daemon: started (permanent, pid %d)\n", resp.PID)
+			// A second line, as the real program prints one: guards must
+			// not pin the output to a single line.
+			fmt.Fprintf(a.stdout, "daemon: started (permanent, pid %d)\n  log: %s\n", resp.PID, a.logPath())
 		}
 		return 0
 	}

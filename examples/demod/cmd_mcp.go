@@ -54,7 +54,7 @@ func (b *committed) attach() error {
 func (b *committed) attachLocked() error {
 	var last error
 	for range rendezvousAttempts {
-		if _, _, err := b.app.ensure(daemon.Ephemeral); err != nil {
+		if _, _, err := b.app.ensure(daemon.SessionManaged); err != nil {
 			return err
 		}
 		c, err := wire.Dial(b.app.paths.Socket, 2*time.Second)
@@ -122,7 +122,7 @@ func absPathArg(args json.RawMessage) json.RawMessage {
 	if json.Unmarshal(args, &obj) != nil {
 		return args
 	}
-	p, ok := obj["path"].(string)
+	p, ok := obj["repo_path"].(string)
 	if !ok || p == "" || filepath.IsAbs(p) {
 		return args
 	}
@@ -130,7 +130,7 @@ func absPathArg(args json.RawMessage) json.RawMessage {
 	if err != nil {
 		return args
 	}
-	obj["path"] = abs
+	obj["repo_path"] = abs
 	out, _ := json.Marshal(obj)
 	return out
 }

@@ -29,6 +29,9 @@ import (
 const (
 	Permanent = "permanent" // started by `daemon start`; runs until `daemon stop`
 	Ephemeral = "ephemeral" // started by a cold client; retires when idle
+	// SessionManaged is started by an MCP session; it retires when idle,
+	// as an ephemeral one does.
+	SessionManaged = "session-managed"
 )
 
 // oneShotIdle drops a non-committed connection that stops talking, so a
@@ -432,7 +435,7 @@ func (s *Server) watch(owned os.FileInfo) {
 		case <-t.C:
 		}
 		s.mu.Lock()
-		retire := s.mode == Ephemeral && s.users == 0 && time.Since(s.idleSince) >= s.opts.Idle
+		retire := s.mode != Permanent && s.users == 0 && time.Since(s.idleSince) >= s.opts.Idle
 		if retire {
 			s.closing = true
 		}

@@ -261,7 +261,7 @@ func indexed(t testing.TB, dir string) (*wire.Conn, func()) {
 	c := dial(t, sock)
 	for _, req := range []wire.Request{
 		{Op: wire.OpAttach},
-		{Op: wire.OpCall, Tool: "index_repository", Args: []byte(fmt.Sprintf(`{"path":%q}`, src))},
+		{Op: wire.OpCall, Tool: "index_repository", Args: []byte(fmt.Sprintf(`{"repo_path":%q}`, src))},
 	} {
 		if resp := call(t, c, req); !resp.OK {
 			t.Fatalf("%s: %+v", req.Op, resp)

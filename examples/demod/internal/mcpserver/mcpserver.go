@@ -19,7 +19,7 @@ type (
 	ListProjectsIn struct{}
 
 	IndexRepositoryIn struct {
-		Path string `json:"path" jsonschema:"directory to index; the project is named after it"`
+		RepoPath string `json:"repo_path" jsonschema:"directory to index; the project is named after it"`
 	}
 
 	SearchGraphIn struct {

@@ -132,18 +132,19 @@ func (ss *Session) Call(ctx context.Context, tool string, args json.RawMessage) 
 		return json.Marshal(map[string]any{"projects": ps})
 	case "index_repository":
 		var in struct {
-			Path string `json:"path"`
+			RepoPath string `json:"repo_path"`
 		}
 		if err := ss.parse(args, &in); err != nil {
 			return nil, err
 		}
-		if in.Path == "" {
-			return nil, badArgs(`index_repository needs {"path": DIR}`)
+		if in.RepoPath == "" {
+			// The real program's words: a `path` key is refused too.
+			return nil, badArgs(`repo_path is required: index_repository takes {"repo_path": DIR}`)
 		}
-		if !filepath.IsAbs(in.Path) {
-			return nil, badArgs("index_repository path must be absolute, got %q", in.Path)
+		if !filepath.IsAbs(in.RepoPath) {
+			return nil, badArgs("index_repository repo_path must be absolute, got %q", in.RepoPath)
 		}
-		idx, err := store.IndexDir(in.Path)
+		idx, err := store.IndexDir(in.RepoPath)
 		if err != nil {
 			return nil, badArgs("index_repository: %v", err)
 		}

@@ -31,7 +31,7 @@ func service(t testing.TB, opts Options) *Service {
 		t.Fatal(err)
 	}
 	svc := NewService(st, opts)
-	args, _ := json.Marshal(map[string]string{"path": root})
+	args, _ := json.Marshal(map[string]string{"repo_path": root})
 	if _, err := svc.NewSession().Call(context.Background(), "index_repository", args); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestToolErrorsCarryCodes(t *testing.T) {
 		{"search_graph", `{"name_pattern": "("}`, wire.CodeBadArgs},
 		{"search_graph", `{"project": "nope"}`, wire.CodeBadArgs},
 		{"index_repository", `{}`, wire.CodeBadArgs},
-		{"index_repository", `{"path": "relative"}`, wire.CodeBadArgs},
+		{"index_repository", `{"repo_path": "relative"}`, wire.CodeBadArgs},
 		{"list_projects", `[1]`, wire.CodeBadArgs},
 	}
 	for _, c := range cases {
