@@ -215,6 +215,8 @@ func table() map[string]command {
 		"holdlock": cmdHoldlock,
 		"release":  cmdRelease,
 		"waitfile": cmdWaitfile,
+		"waitport": cmdWaitport,
+		"capture":  cmdCapture,
 		"mcp":      cmdMCP,
 		"logtail":  cmdLogtail,
 		"leak":     cmdLeak,

@@ -102,6 +102,40 @@ func fake(args []string) int {
 			fmt.Printf("client %d ok\n", i)
 			return 0
 		}
+	case "storm-fail":
+		// Client 2 (by arrival) exits 1 with nothing on stdout.
+		for i := 0; ; i++ {
+			f, err := os.OpenFile(filepath.Join(args[1], fmt.Sprintf("slot-%d", i)), os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				continue
+			}
+			f.Close()
+			if i == 2 {
+				fmt.Fprintf(os.Stderr, "client %d refused\n", i)
+				return 1
+			}
+			fmt.Printf("client %d ok\n", i)
+			return 0
+		}
+	case "serve":
+		// Accepts connections on 127.0.0.1:PORT until stdin closes.
+		l, err := net.Listen("tcp", "127.0.0.1:"+args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "listen:", err)
+			return 1
+		}
+		fmt.Println("listening")
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		io.Copy(io.Discard, os.Stdin)
+		l.Close()
 	case "dial":
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+args[1], time.Second)
 		if err != nil {
@@ -184,6 +218,13 @@ func fakeMCP() int {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "always fails"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("the fake tool failed on purpose")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "answers after 30s"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil, nil
 	})
 	// grow keeps 64 KiB per call, written so that it is resident: a leak.
 	var kept [][]byte

@@ -18,6 +18,7 @@ import (
 
 type procHandle struct {
 	*section.Proc
+	spawned time.Time // the default -while watch is the last spawned
 }
 
 type pidHandle struct {
@@ -38,7 +39,7 @@ func (c *call) runOnce(args []string, timeout time.Duration, stdin []byte) (sect
 }
 
 func describe(args []string, res section.Result) string {
-	return fmt.Sprintf("%s: rc=%d after %s; output tail:\n%s", strings.Join(args, " "), res.RC, res.Duration.Round(time.Millisecond), res.Excerpt())
+	return fmt.Sprintf("%s: rc=%d after %s\n%s", strings.Join(args, " "), res.RC, res.Duration.Round(time.Millisecond), tails(res, 0))
 }
 
 var cmdTarget = command{
@@ -66,7 +67,7 @@ var cmdTarget = command{
 		case res.RC == -1:
 			return fmt.Errorf("target did not start: %v", res.Err)
 		case c.neg && res.RC == 0:
-			return fmt.Errorf("target %s: unexpected success (rc 0); output tail:\n%s", strings.Join(c.args, " "), res.Excerpt())
+			return fmt.Errorf("target %s: unexpected success (rc 0) after %s\n%s", strings.Join(c.args, " "), res.Duration.Round(time.Millisecond), tails(res, 0))
 		case !c.neg && res.RC != 0:
 			return fmt.Errorf("target failed: %s", describe(c.args, res))
 		}
@@ -153,7 +154,7 @@ var cmdSpawn = command{
 			return err
 		}
 		c.st.mu.Lock()
-		c.st.procs[name] = &procHandle{p}
+		c.st.procs[name] = &procHandle{Proc: p, spawned: time.Now()}
 		c.st.mu.Unlock()
 		fmt.Fprintf(c.stdout(), "spawned %s (pid %d)\n", name, p.Pid())
 		return nil
@@ -188,11 +189,12 @@ var cmdSend = command{
 }
 
 var cmdWaitline = command{
-	usage: "waitline [-timeout d] [-stdout|-stderr] NAME regexp — wait for a line of the process's output",
+	usage: "waitline [-timeout d] [-stdout|-stderr] [-while OTHER] NAME regexp — wait for a line of the process's output; gives up at once when NAME (or OTHER) exits",
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
 		onlyOut := c.flags.Bool("stdout", false, "stdout only")
 		onlyErr := c.flags.Bool("stderr", false, "stderr only")
+		while := c.whileFlag()
 		if err := c.parse(2, 2); err != nil {
 			return err
 		}
@@ -210,7 +212,7 @@ var cmdWaitline = command{
 		} else if *onlyErr {
 			stream = "stderr"
 		}
-		line, err := p.WaitLine(stream, re, c.within(*timeout))
+		line, err := c.waitLine(p, *while, stream, re, c.within(*timeout))
 		if err != nil {
 			return fmt.Errorf("%v\n%s output tail:\n%s", err, p.Name, excerpt.Excerpt(p.Output(), 0))
 		}
@@ -275,16 +277,16 @@ var cmdReap = command{
 		case res.TimedOut:
 			return fmt.Errorf("%s was stopped at its deadline: %s", p.Name, describe(p.Args, res))
 		case c.neg && res.RC == 0:
-			return fmt.Errorf("%s exited 0, want non-zero; output tail:\n%s", p.Name, res.Excerpt())
+			return fmt.Errorf("%s exited 0, want non-zero: %s", p.Name, describe(p.Args, res))
 		case !c.neg && res.RC != 0:
-			return fmt.Errorf("%s exited %d; output tail:\n%s", p.Name, res.RC, res.Excerpt())
+			return fmt.Errorf("%s exited %d: %s", p.Name, res.RC, describe(p.Args, res))
 		}
 		return nil
 	},
 }
 
 var cmdPoll = command{
-	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's)",
+	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] [-while NAME] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's); gives up at once when the watched process exits",
 	neg:   negSelf,
 	bang:  "retry until the command exits non-zero",
 	run: func(c *call) error {
@@ -292,6 +294,7 @@ var cmdPoll = command{
 		every := c.flags.Duration("every", 200*time.Millisecond, "pause between attempts")
 		outRE := c.flags.String("stdout", "", "stdout must match")
 		errRE := c.flags.String("stderr", "", "stderr must match")
+		while := c.whileFlag()
 		if err := c.parse(1, -1); err != nil {
 			return err
 		}
@@ -321,11 +324,15 @@ var cmdPoll = command{
 		if reErr != nil {
 			want += fmt.Sprintf(", stderr matching %q", *errRE)
 		}
+		w, err := c.watcher(*while)
+		if err != nil {
+			return err
+		}
 		d := c.within(*timeout)
 		deadline := time.Now().Add(d)
 		var last section.Result
 		attempts := 0
-		err = wait.For(context.Background(), fmt.Sprintf("`%s` to give %s", strings.Join(c.args, " "), want), d, *every, func() wait.Result {
+		err = c.watchedWait(w, fmt.Sprintf("`%s` to give %s", strings.Join(c.args, " "), want), d, *every, func() wait.Result {
 			attempts++
 			res := c.st.sec.Run(c.specWithin(argv, max(time.Until(deadline), time.Millisecond)))
 			// An attempt cut short by the poll's own deadline says less than
@@ -344,7 +351,7 @@ var cmdPoll = command{
 		fmt.Fprint(c.stdout(), last.Stdout)
 		fmt.Fprint(c.stderr(), last.Stderr)
 		if err != nil {
-			return fmt.Errorf("%v; the last attempt printed:\n%s", err, last.Excerpt())
+			return fmt.Errorf("%v; the last attempt (rc=%d after %s) printed:\n%s", err, last.RC, last.Duration.Round(time.Millisecond), tails(last, 0))
 		}
 		return nil
 	},

@@ -48,8 +48,8 @@ var cmdStorm = command{
 		var failures []string
 		for i, r := range results {
 			if r.RC != 0 {
-				failures = append(failures, fmt.Sprintf("client %d: rc=%d after %s; output tail:\n%s",
-					i, r.RC, r.Duration.Round(time.Millisecond), excerpt.Excerpt(r.Output, 600)))
+				failures = append(failures, fmt.Sprintf("client %d: rc=%d after %s\n%s",
+					i, r.RC, r.Duration.Round(time.Millisecond), tails(r, 600)))
 			}
 		}
 		fmt.Fprintf(c.stdout(), "storm: %d/%d clients exited 0 in %s\n", *n-len(failures), *n, time.Since(start).Round(time.Millisecond))
@@ -171,10 +171,15 @@ var cmdRelease = command{
 }
 
 var cmdWaitfile = command{
-	usage: "waitfile [-timeout d] FILE [regexp] — wait for FILE to exist, or to contain a match",
+	usage: "waitfile [-timeout d] [-while NAME] FILE [regexp] — wait for FILE to exist, or to contain a match; gives up at once when the watched process exits",
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
+		while := c.whileFlag()
 		if err := c.parse(1, 2); err != nil {
+			return err
+		}
+		w, err := c.watcher(*while)
+		if err != nil {
 			return err
 		}
 		path := c.ts.MkAbs(c.args[0])
@@ -187,7 +192,7 @@ var cmdWaitfile = command{
 			}
 			what = fmt.Sprintf("%s to contain a match for %q", c.args[0], c.args[1])
 		}
-		return wait.For(context.Background(), what, c.within(*timeout), 50*time.Millisecond, func() wait.Result {
+		return c.watchedWait(w, what, c.within(*timeout), 50*time.Millisecond, func() wait.Result {
 			data, err := os.ReadFile(path)
 			switch {
 			case err != nil:

@@ -74,3 +74,9 @@ func For(ctx context.Context, what string, timeout, every time.Duration, check f
 		}
 	}
 }
+
+// Pending reports whether the check said "not yet".
+func (r Result) Pending() bool { return !r.done && r.err == nil }
+
+// Seen is what a "not yet" check saw; ok is false for Done and Fail.
+func (r Result) Seen() (seen string, ok bool) { return r.seen, r.Pending() }
