@@ -68,6 +68,13 @@ func (b *committed) attachLocked() error {
 			return nil
 		}
 		c.Close()
+		if err == nil && resp.Code == wire.CodeBusy {
+			// At its client limit, maybe only until a one-shot that just
+			// hung up is unregistered: try again shortly.
+			last = errors.New(resp.Error)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		if err == nil {
 			return fmt.Errorf("daemon refused the attach: %s", resp.Error)
 		}
