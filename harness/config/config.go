@@ -59,7 +59,10 @@ type Target struct {
 	// EnvPass names variables of the outer environment that scripts see
 	// as script variables and Env values may expand.
 	EnvPass []string
-	Pos     Pos
+	// Features are what this target's build has (e.g. ui); a script pins a
+	// feature behind [feature:NAME] and is skipped, not RED, without it.
+	Features []string
+	Pos      Pos
 }
 
 // BoardSpec is one board of boards.yaml (BoardSpec, not Board: a Board is
@@ -322,7 +325,7 @@ func (v *validator) age(f *mapField, s, want string) time.Duration {
 func (v *validator) target(e namedEntry) *Target {
 	t := &Target{Name: e.name, Pos: e.pos}
 	where := fmt.Sprintf("in target %q", e.name)
-	fields := v.mapping(e.value, where, "binary", "binary_env", "build", "cache_var", "runtime_var", "log", "env", "env_pass")
+	fields := v.mapping(e.value, where, "binary", "binary_env", "build", "cache_var", "runtime_var", "log", "env", "env_pass", "features")
 	if fields == nil {
 		return nil
 	}
@@ -380,6 +383,9 @@ func (v *validator) target(e namedEntry) *Target {
 				v.errorf(v.valuePos(f), "env_pass %q is not an environment variable name; use letters, digits and _", name)
 			}
 		}
+	}
+	if f, ok := fields["features"]; ok {
+		t.Features = v.strList(f, "features")
 	}
 	return t
 }

@@ -66,7 +66,7 @@ func TestLoadRejects(t *testing.T) {
 			`unknown_top.yaml:11:1: unknown key "knwon_red" at top level (did you mean "known_red"?); expected one of targets, boards, known_red, history, history_keep`,
 		}},
 		{"unknown_nested.yaml", []string{
-			`unknown_nested.yaml:6:5: unknown key "logfile" in target "demod"; expected one of binary, binary_env, build, cache_var, runtime_var, log, env, env_pass`,
+			`unknown_nested.yaml:6:5: unknown key "logfile" in target "demod"; expected one of binary, binary_env, build, cache_var, runtime_var, log, env, env_pass, features`,
 			`unknown_nested.yaml:8:3: board "guards" has no gating; say gating: true (a guard board that fails CI) or gating: false (a bug-repro board)`,
 			`unknown_nested.yaml:11:5: unknown key "gatting" in board "guards" (did you mean "gating"?); expected one of packages, target, gating, description`,
 			`unknown_nested.yaml:17:5: unknown key "ticket" in known_red entry; expected one of test, issue, reason, signature, platforms`,

@@ -37,7 +37,8 @@ func fakeTarget() *target.Target {
 	return &target.Target{
 		Target: &config.Target{Name: "fake", CacheVar: "FAKE_CACHE", RuntimeVar: "FAKE_RUNTIME",
 			Log: "logs/fake.log", Env: map[string]string{"FAKE_TARGET": "1", "FAKE_DATA": "$CACHE/data",
-				"FAKE_PASSED": "${REPROBOARD_TEST_PASS}-and-$FAKE_DATA"}, EnvPass: []string{"REPROBOARD_TEST_PASS"}},
+				"FAKE_PASSED": "${REPROBOARD_TEST_PASS}-and-$FAKE_DATA"}, EnvPass: []string{"REPROBOARD_TEST_PASS"},
+			Features: []string{"fakeui"}},
 		Path: os.Args[0],
 	}
 }

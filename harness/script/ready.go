@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/section"
 	"github.com/reproboard/reproboard/harness/wait"
@@ -216,4 +218,23 @@ func (c *call) waitLine(p *procHandle, while, stream string, re *regexp.Regexp, 
 				time.Since(start).Round(time.Millisecond), p.Name, re.String(), te.LastSeen)
 		}
 	}
+}
+
+// FeaturesEnv overrides the features of the target's profile, comma
+// separated: a build that has (or lacks) what its profile says.
+const FeaturesEnv = "REPROBOARD_TARGET_FEATURES"
+
+// hasFeature reports whether the target has feature f: from FeaturesEnv
+// when it is set, else from the profile's features list.
+func hasFeature(t *config.Target, f string) bool {
+	list := t.Features
+	if v, ok := os.LookupEnv(FeaturesEnv); ok {
+		list = strings.Split(v, ",")
+	}
+	for _, have := range list {
+		if strings.TrimSpace(have) == f {
+			return true
+		}
+	}
+	return false
 }

@@ -306,31 +306,40 @@ func (st *state) targetLog(limit int) (string, error) {
 }
 
 func condition(p Params) func(string) (bool, error) {
-	current := sync.OnceValues(func() (string, error) {
+	current := sync.OnceValues(func() (*config.Target, error) {
 		if p.Target != nil {
-			return p.Target.Name, nil
+			return p.Target.Target, nil
 		}
 		if p.NoTarget {
-			return "", nil
+			return &config.Target{}, nil
 		}
 		path, err := target.FindConfig()
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		cfg, err := config.Load(path)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return target.Name(cfg), nil
+		name := target.Name(cfg)
+		for _, t := range cfg.Targets {
+			if t.Name == name {
+				return t, nil
+			}
+		}
+		return &config.Target{Name: name}, nil
 	})
 	return func(cond string) (bool, error) {
 		switch {
 		case strings.HasPrefix(cond, "target:"):
-			name, err := current()
-			return name == strings.TrimPrefix(cond, "target:"), err
+			t, err := current()
+			return err == nil && t.Name == strings.TrimPrefix(cond, "target:"), err
+		case strings.HasPrefix(cond, "feature:"):
+			t, err := current()
+			return err == nil && hasFeature(t, strings.TrimPrefix(cond, "feature:")), err
 		case cond == "root":
 			return os.Geteuid() == 0, nil
 		}
-		return false, fmt.Errorf("unknown condition %q (reproboard adds target:NAME and root to testscript's own, such as linux)", cond)
+		return false, fmt.Errorf("unknown condition %q (reproboard adds target:NAME, feature:NAME and root to testscript's own, such as linux)", cond)
 	}
 }
