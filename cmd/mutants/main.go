@@ -68,6 +68,7 @@ func run() int {
 	only := flag.String("run", "", "only the mutants whose name matches this regexp")
 	parallel := flag.Int("parallel", 4, "guard sections run at once (go test -parallel)")
 	jsonOut := flag.String("json", "out/mutants.json", "write the results here (empty: do not)")
+	logDir := flag.String("logs", "out/mutants", "keep each mutant's suite output here (empty: do not)")
 	unit := flag.Bool("unit", true, "run demod's unit tests against each survivor")
 	flag.Parse()
 
@@ -105,7 +106,12 @@ func run() int {
 	if out, err := goCmd(root, 5*time.Minute, "test", "-c", "-o", suite, "./guards"); err != nil {
 		return fatal(fmt.Errorf("go test -c ./guards: %v\n%s", err, out))
 	}
-	r := &runner{root: root, src: src, suite: suite, bin: filepath.Join(work, "demod"), parallel: *parallel}
+	r := &runner{root: root, src: src, suite: suite, bin: filepath.Join(work, "demod"), parallel: *parallel, logs: *logDir}
+	if r.logs != "" {
+		if err := os.MkdirAll(r.logs, 0o755); err != nil {
+			return fatal(err)
+		}
+	}
 	base := r.one(Mutant{Name: "as-shipped"})
 	if base.BuildError != "" || base.Killed {
 		fmt.Printf("demod as shipped is not GREEN on the guards (failed: %v) %s: fix that first\n", keys(base.Failed), base.BuildError)
@@ -166,6 +172,7 @@ func load(root, path string) ([]Mutant, error) {
 type runner struct {
 	root, src, suite, bin string
 	parallel              int
+	logs                  string
 }
 
 var failRE = regexp.MustCompile(`(?m)^\s*--- FAIL: TestGuards/(\S+) \(([\d.]+)s\)`)
@@ -190,6 +197,9 @@ func (r *runner) one(m Mutant) Result {
 	cmd.Env = append(cleanEnv(), "REPROBOARD_TARGET_BINARY="+r.bin, "REPROBOARD_TARGET=demod")
 	out, err := runBounded(cmd, 5*time.Minute)
 	res.Suite = time.Since(start).Seconds()
+	if r.logs != "" {
+		_ = os.WriteFile(filepath.Join(r.logs, m.Name+".log"), []byte(out), 0o644)
+	}
 	res.Killed = err != nil
 	res.Failed = map[string]float64{}
 	for _, m := range failRE.FindAllStringSubmatch(out, -1) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/reproboard/reproboard/examples/demod/internal/config"
@@ -156,17 +157,35 @@ func (a *app) daemonStop() int {
 	return 0
 }
 
-// waitGone waits (bounded) until the daemon has released its lock, so the
-// next command sees it gone; a slow exit is reported, not fatal.
+// waitGone waits (bounded) until the daemon has released its lock and its
+// process has exited, so the next command sees it gone; a slow exit is
+// reported, not fatal.
 func (a *app) waitGone(pid int) {
 	deadline := time.Now().Add(stopExitWait)
-	for rendezvous.LockHeld(a.paths) {
+	for rendezvous.LockHeld(a.paths) || processRuns(pid) {
 		if time.Now().After(deadline) {
 			fmt.Fprintf(a.stderr, "warning: daemon pid %d still holds %s after %s\n", pid, a.paths.Lock, stopExitWait)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// processRuns reports whether pid is a live process: neither gone nor a
+// zombie waiting for its parent.
+func processRuns(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// The state follows the command name, which is in parentheses.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z' && stat[i+2] != 'X'
+	}
+	return true
 }
 
 func (a *app) daemonStart(port int) int {

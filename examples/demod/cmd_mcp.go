@@ -57,23 +57,10 @@ func (b *committed) attachLocked() error {
 		if _, _, err := b.app.ensure(daemon.SessionManaged); err != nil {
 			return err
 		}
-		c, err := wire.Dial(b.app.paths.Socket, 2*time.Second)
-		if err != nil {
-			last = err
-			continue
-		}
-		resp, err := c.Call(wire.Request{Op: wire.OpAttach}, 10*time.Second)
+		c, resp, err := b.dialAttach()
 		if err == nil && resp.OK {
 			b.conn = c
 			return nil
-		}
-		c.Close()
-		if err == nil && resp.Code == wire.CodeBusy {
-			// At its client limit, maybe only until a one-shot that just
-			// hung up is unregistered: try again shortly.
-			last = errors.New(resp.Error)
-			time.Sleep(100 * time.Millisecond)
-			continue
 		}
 		if err == nil {
 			return fmt.Errorf("daemon refused the attach: %s", resp.Error)
@@ -81,6 +68,32 @@ func (b *committed) attachLocked() error {
 		last = err
 	}
 	return fmt.Errorf("could not attach to the demod daemon after %d attempts: %w", rendezvousAttempts, last)
+}
+
+// attachBusyTries bounds the attach retries while the daemon is at its
+// client limit, perhaps only until a one-shot that just hung up (the
+// rendezvous's own status check among them) is unregistered.
+const attachBusyTries = 20
+
+// dialAttach connects and attaches; a refusal comes back as resp.
+func (b *committed) dialAttach() (*wire.Conn, wire.Response, error) {
+	var resp wire.Response
+	for range attachBusyTries {
+		c, err := wire.Dial(b.app.paths.Socket, 2*time.Second)
+		if err != nil {
+			return nil, resp, err
+		}
+		resp, err = c.Call(wire.Request{Op: wire.OpAttach}, 10*time.Second)
+		if err == nil && resp.OK {
+			return c, resp, nil
+		}
+		c.Close()
+		if err != nil || resp.Code != wire.CodeBusy {
+			return nil, resp, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, resp, nil
 }
 
 // Call forwards a tool call; if the daemon went away (stopped, retired,
