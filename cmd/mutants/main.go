@@ -55,8 +55,11 @@ type Result struct {
 	UnitKilled bool               `json:"killed_by_unit_tests,omitempty"`
 	OutOfReach string             `json:"out_of_reach,omitempty"`
 	Failed     map[string]float64 `json:"failed_sections,omitempty"` // section -> seconds
-	Suite      float64            `json:"suite_seconds"`
-	BuildError string             `json:"build_error,omitempty"`
+	// FailedAfter is, per failed section, the failing command and how long
+	// it ran before it failed (cause to RED).
+	FailedAfter map[string]string `json:"failed_after,omitempty"`
+	Suite       float64           `json:"suite_seconds"`
+	BuildError  string            `json:"build_error,omitempty"`
 }
 
 func main() {
@@ -175,7 +178,10 @@ type runner struct {
 	logs                  string
 }
 
-var failRE = regexp.MustCompile(`(?m)^\s*--- FAIL: TestGuards/(\S+) \(([\d.]+)s\)`)
+var (
+	failRE  = regexp.MustCompile(`(?m)^\s*--- FAIL: TestGuards/(\S+) \(([\d.]+)s\)`)
+	afterRE = regexp.MustCompile(`(?m)^=== ATTR  TestGuards/(\S+) reproboard\.failed_after (.*) ([\d.]+)s$`)
+)
 
 // one applies m to the copy, builds it, runs the suite, and restores the copy.
 func (r *runner) one(m Mutant) Result {
@@ -209,6 +215,10 @@ func (r *runner) one(m Mutant) Result {
 		var s float64
 		fmt.Sscan(m[2], &s)
 		res.Failed[m[1]] = s
+	}
+	res.FailedAfter = map[string]string{}
+	for _, m := range afterRE.FindAllStringSubmatch(out, -1) {
+		res.FailedAfter[m[1]] = m[2] + " " + m[3] + "s"
 	}
 	return res
 }
@@ -329,7 +339,7 @@ func line(r Result) string {
 	case r.Killed:
 		var parts []string
 		for _, k := range keys(r.Failed) {
-			parts = append(parts, fmt.Sprintf("%s %.1fs", k, r.Failed[k]))
+			parts = append(parts, fmt.Sprintf("%s %.1fs [%s]", k, r.Failed[k], r.FailedAfter[k]))
 		}
 		return fmt.Sprintf("KILLED     %s by %s (suite %.1fs)", r.Name, strings.Join(parts, ", "), r.Suite)
 	case r.UnitKilled:

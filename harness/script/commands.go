@@ -257,7 +257,9 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 				st.fail(ts, "reproboard cannot read the script's environment from this version of go-internal's testscript")
 			}
 			c := &call{ts: ts, st: st, name: name, neg: neg, args: args, flags: fs, usage: cmd.usage, env: env}
+			began := time.Now()
 			err := cmd.run(c)
+			st.ran(name, began)
 			var ue *usageError
 			switch {
 			case errors.As(err, &ue):
@@ -277,6 +279,7 @@ func Commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 
 // fail records the failure for the board's reason, then fails the script.
 func (st *state) fail(ts *testscript.TestScript, msg string) {
+	st.failedCommand()
 	st.mu.Lock()
 	st.lastFailure = msg
 	st.mu.Unlock()

@@ -92,6 +92,7 @@ var expectations = map[string]expectation{
 	"storm_client_fails":    {fail: true, output: []string{"storm of 5 `target storm-fail \\S+`: 1 failed", `client \d+: rc=1 after \S+\s+stdout tail:\s+\(no output\)\s+stderr tail:\s+client 2 refused`}},
 	"poll_stdout_never":     {fail: true, output: []string{"waiting for `target echo hello` to give exit 0, stdout matching \"never\"", `stdout tail:\s+hello`}},
 	"poll_stderr_never":     {fail: true, output: []string{"waiting for `target echo hello` to give exit 0, stderr matching \"never\"", `stderr tail:\s+\(no output\)`}},
+	"poll_fail":             {fail: true, output: []string{"gave up after attempt 1 waiting for `target fail` to give exit 0: its output matched -fail \"some preamble\", a state this wait cannot leave", `stderr tail:\s+boom`}},
 	"poll_every":            {fail: true, output: []string{`last saw: attempt 1 rc=3;`}},
 	"poll_while_exited":     {fail: true, output: []string{"gave up after \\S+ waiting for `target fail` to give exit 0: client \\(pid \\d+\\) exited with rc 4 after \\S+, so it can no longer happen \\(it was the last spawned", `client output tail:\s+bye from stderr`}},
 	"waitfile_while_exited": {fail: true, output: []string{`gave up after \S+ waiting for \S+never.txt to exist: client \(pid \d+\) exited with rc 4 after`, `last saw: .*no such file`, `bye from stderr`}},

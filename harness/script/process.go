@@ -286,7 +286,7 @@ var cmdReap = command{
 }
 
 var cmdPoll = command{
-	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] [-while NAME] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's); gives up at once when the watched process exits",
+	usage: "[!] poll [-timeout d] [-every d] [-stdout re] [-stderr re] [-fail re] [-while NAME] cmd args... — retry until the command exits 0 (! : non-zero) and its output matches (multi-line, as stdout's); gives up at once when the output matches -fail (a state the wait cannot leave) or the watched process exits",
 	neg:   negSelf,
 	bang:  "retry until the command exits non-zero",
 	run: func(c *call) error {
@@ -295,11 +295,17 @@ var cmdPoll = command{
 		outRE := c.flags.String("stdout", "", "stdout must match")
 		errRE := c.flags.String("stderr", "", "stderr must match")
 		while := c.whileFlag()
+		failRE := c.flags.String("fail", "", "give up at once when stdout or stderr matches")
 		if err := c.parse(1, -1); err != nil {
 			return err
 		}
-		var reOut, reErr *regexp.Regexp
+		var reOut, reErr, reFail *regexp.Regexp
 		var err error
+		if *failRE != "" {
+			if reFail, err = regexp.Compile("(?m)" + *failRE); err != nil {
+				return c.usagef("-fail: %v", err)
+			}
+		}
 		if *outRE != "" {
 			if reOut, err = regexp.Compile("(?m)" + *outRE); err != nil {
 				return c.usagef("-stdout: %v", err)
@@ -345,6 +351,10 @@ var cmdPoll = command{
 			if ok {
 				last = res
 				return wait.Done()
+			}
+			if reFail != nil && (reFail.MatchString(res.Stdout) || reFail.MatchString(res.Stderr)) {
+				last = res
+				return wait.Fail(fmt.Errorf("gave up after attempt %d waiting for `%s` to give %s: its output matched -fail %q, a state this wait cannot leave", attempts, strings.Join(c.args, " "), want, *failRE))
 			}
 			return wait.Continue("attempt %d rc=%d", attempts, last.RC)
 		})

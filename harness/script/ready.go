@@ -238,3 +238,40 @@ func hasFeature(t *config.Target, f string) bool {
 	}
 	return false
 }
+
+// FailedAfterAttr is the test attribute that says how long the failing
+// command ran before it failed: the time from the cause to RED for a
+// command that misbehaved, and the waste for a wait that gave up.
+const FailedAfterAttr = "reproboard.failed_after"
+
+// ran notes the command that just ran, for failedCommand.
+func (st *state) ran(name string, began time.Time) {
+	st.mu.Lock()
+	st.lastName, st.lastTook = name, time.Since(began)
+	st.mu.Unlock()
+}
+
+// failedCommand records the failing command and its duration as a test
+// attribute, once per section.
+func (st *state) failedCommand() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.attrDone || st.lastName == "" {
+		return
+	}
+	st.attrDone = true
+	st.t.Attr(FailedAfterAttr, fmt.Sprintf("%s %.3fs", st.lastName, st.lastTook.Seconds()))
+}
+
+// failedCheck records a failure of one of testscript's own checks
+// (stdout, exists, ...): it is immediate, right after the command whose
+// output or effect it checks.
+func (st *state) failedCheck() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.attrDone {
+		return
+	}
+	st.attrDone = true
+	st.t.Attr(FailedAfterAttr, fmt.Sprintf("a check after %s 0.000s", st.lastName))
+}

@@ -130,6 +130,10 @@ type state struct {
 	lastFailure string
 	leaks       int     // leak commands run so far: the default -name is leak<N>
 	artifacts   *string // the section's artefact directory, once chosen
+
+	lastName string        // the command that ran last, and how long
+	lastTook time.Duration // (the failed one, when the script fails)
+	attrDone bool
 }
 
 func stateOf(ts *testscript.TestScript) *state {
@@ -269,6 +273,7 @@ func (st *state) finish() {
 	st.mu.Unlock()
 	failed := t.Failed()
 	if failed {
+		st.failedCheck()
 		st.logTail()
 		if st.target != nil {
 			t.Logf("reproboard: %s", st.target.Describe())
