@@ -99,7 +99,8 @@ func run() int {
 	}
 	defer os.RemoveAll(work)
 	src := filepath.Join(work, "src")
-	for _, p := range []string{"go.mod", "go.sum", "examples"} {
+	// demod's own tests run on reproboard's harness: copy it too.
+	for _, p := range []string{"go.mod", "go.sum", "boards.yaml", "examples", "harness"} {
 		if err := copyTree(filepath.Join(root, p), filepath.Join(src, p)); err != nil {
 			return fatal(err)
 		}
@@ -121,6 +122,13 @@ func run() int {
 		return 2
 	}
 	fmt.Printf("as shipped: GREEN in %.1fs\n", base.Suite)
+	if *unit {
+		if r.unit(Mutant{}) {
+			fmt.Println("demod's unit tests fail on demod as shipped (in the copy): fix that first")
+			return 2
+		}
+		fmt.Println("as shipped: demod's unit tests pass")
+	}
 
 	var results []Result
 	for i, m := range mutants {
