@@ -7,7 +7,7 @@ OUT      ?= out
 TEST_PKGS = ./harness/... ./guards/... ./examples/... ./cmd/...
 GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
 
-.PHONY: test vet board redis-board guards repro bench stress clean
+.PHONY: test vet board redis-board guards repro bench stress mutants clean
 
 ## test: vet, then every test that must pass (1 minute on 2 cores; 3 with an empty build cache)
 # Its runs live under a base of their own, so that no-leftovers checks (and
@@ -51,6 +51,10 @@ bench:
 ## stress: the storm-and-orphans stress, 100 iterations of 12 scripts at -parallel 12, per isolation level
 stress:
 	REPROBOARD_STRESS_COUNT=100 $(GO) test -count=1 -timeout 60m -run '^TestStormStress$$' -v ./harness/script/ | grep -E '^\s*--- (PASS|FAIL|SKIP): TestStormStress/[a-z]+ |sections failed|Messages'
+
+## mutants: every mutant of testdata/mutants/demod.yaml against the guard suite; prints the score and the survivors (slow: one suite run each)
+mutants:
+	$(GO) run ./cmd/mutants -json $(OUT)/mutants.json -logs $(OUT)/mutants
 
 clean:
 	rm -rf $(OUT)

@@ -60,7 +60,7 @@ func rows() []row {
 }
 
 // conditions is the line on script conditions.
-const conditions = "Conditions: `[target:NAME]` (the target the scripts run against), `[root]`, and testscript's own (`[linux]`, `[exec:PROG]`, …)."
+const conditions = "Conditions: `[target:NAME]` (the target the scripts run against), `[feature:NAME]` (a feature of the target profile's `features:`, or of `REPROBOARD_TARGET_FEATURES=a,b`), `[root]`, and testscript's own (`[linux]`, `[exec:PROG]`, …)."
 
 // Reference is the script reference as Markdown, generated from the
 // usage strings the commands carry: the README's table is this text, and
