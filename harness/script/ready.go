@@ -126,6 +126,9 @@ func tails(res section.Result, limit int) string {
 		b.WriteString(strings.TrimSuffix(excerpt.Excerpt(s.text, limit), "\n"))
 		b.WriteString("\n")
 	}
+	if res.RC == -1 && res.Err != nil {
+		fmt.Fprintf(&b, "(no exit status: %v)\n", res.Err)
+	}
 	if res.TimedOut {
 		if i := strings.LastIndex(res.Output, "[timed out after"); i >= 0 {
 			b.WriteString(res.Output[i:])
