@@ -154,6 +154,7 @@ func addr(s string) (string, error) {
 
 var cmdWaitport = command{
 	usage: "[!] waitport [-timeout d] [-while NAME] ADDR — wait until ADDR (PORT on 127.0.0.1, or HOST:PORT) accepts connections; ! waits until it no longer does (released)",
+	bang:  "wait until it no longer accepts connections",
 	neg:   negSelf,
 	run: func(c *call) error {
 		timeout := c.timeoutFlag()
