@@ -16,7 +16,7 @@ import (
 // -test.parallel says otherwise. Guard scripts mostly wait, so it need not
 // be the CPU count; the figure comes from BenchmarkGuardSuiteParallelism
 // (README, Figures).
-const defaultParallel = 4
+const defaultParallel = 8
 
 func TestMain(m *testing.M) {
 	flag.Parse()
