@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 )
 
@@ -173,6 +175,10 @@ func Load(path string) (*Config, error) {
 
 // Parse validates the text of a boards.yaml; path is used in messages only.
 func Parse(path string, data []byte) (*Config, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // an editor's BOM is not a key
+	if err := prescan(path, data); err != nil {
+		return nil, err
+	}
 	// Duplicate keys are allowed by the parser so that checkMapping can
 	// report them together with every other problem, not as the only one.
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
@@ -210,6 +216,11 @@ type validator struct {
 }
 
 func (v *validator) errorf(p Pos, format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = cut(s)
+		}
+	}
 	v.errs = append(v.errs, posError{p, fmt.Sprintf(format, args...)})
 }
 
@@ -221,9 +232,13 @@ func (v *validator) err() error {
 		a, b := v.errs[i].pos, v.errs[j].pos
 		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 	})
-	errs := make([]error, len(v.errs))
+	var errs []error
 	for i, e := range v.errs {
-		errs[i] = fmt.Errorf("%s: %s", e.pos, e.msg)
+		if i == MaxErrors {
+			errs = append(errs, fmt.Errorf("%s: and %d more errors", v.file, len(v.errs)-MaxErrors))
+			break
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", e.pos, e.msg))
 	}
 	return errors.Join(errs...)
 }
@@ -232,6 +247,7 @@ var (
 	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	nameRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	platformRE = regexp.MustCompile(`^[a-z0-9]+(/[a-z0-9]+)?$`)
+	packageRE  = regexp.MustCompile(`^[A-Za-z0-9_.~+/][A-Za-z0-9_.~+/-]*$`)
 )
 
 func (v *validator) config(body any, cfg *Config) {
@@ -345,6 +361,7 @@ func (v *validator) target(e namedEntry) *Target {
 			v.envName(f, s)
 		case "build":
 			t.Build = s
+			v.packagePattern(v.valuePos(f), "build", s)
 		}
 	}
 	switch len(sources) {
@@ -404,6 +421,13 @@ func (v *validator) boardSpec(e namedEntry, cfg *Config) *BoardSpec {
 	}
 	if f, ok := fields["packages"]; ok {
 		b.Packages = v.strList(f, "packages")
+		if items, ok := f.Value.(*ast.SequenceNode); ok {
+			for i, p := range b.Packages {
+				if i < len(items.Values) {
+					v.packagePattern(v.pos(items.Values[i]), "packages", p)
+				}
+			}
+		}
 		if len(b.Packages) == 0 && v.isList(f.Value) {
 			v.errorf(v.valuePos(f), "board %q has an empty packages list; list at least one package pattern", e.name)
 		}
@@ -433,6 +457,20 @@ func (v *validator) boardSpec(e namedEntry, cfg *Config) *BoardSpec {
 		b.Description, _ = v.str(f, "description")
 	}
 	return b
+}
+
+// packagePattern refuses what go would read as anything but a package:
+// the entries are passed to go build and go test, and "-toolexec=prog"
+// there runs prog on every compile. Config is not a way to pass flags.
+func (v *validator) packagePattern(p Pos, what, s string) {
+	switch {
+	case s == "":
+		v.errorf(p, "%s entry is empty; write a package pattern such as ./guards/...", what)
+	case strings.HasPrefix(s, "-"):
+		v.errorf(p, "%s entry %q starts with -, which go reads as a flag; write a package pattern (./dir/... or an import path), flags are not accepted here", what, s)
+	case !packageRE.MatchString(s):
+		v.errorf(p, "%s entry %q is not a package pattern; write ./dir, ./dir/... or an import path (letters, digits and . _ ~ + / -)", what, s)
+	}
 }
 
 func (v *validator) knownReds(f *mapField, cfg *Config) {

@@ -3,15 +3,20 @@ package config
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
 )
 
 // The validator reads the YAML AST, not a decoded struct, because only the
 // AST knows where each key and value sits: every error carries line:col.
 
 type node = ast.Node
+
+var digitsRE = regexp.MustCompile(`^[0-9]+$`)
 
 // mapField is one key: value of a mapping.
 type mapField struct {
@@ -236,7 +241,7 @@ func (v *validator) namedMap(n node, key node, section, what string) []namedEntr
 
 func (v *validator) str(f *mapField, what string) (string, bool) {
 	if s, ok := stringValue(f.Value); ok {
-		return s, true
+		return s, v.text(v.valuePos(f), what, s)
 	}
 	if v.isNull(f.Value) {
 		v.errorf(v.valuePos(f), "%s has no value; write %s: VALUE", what, what)
@@ -244,6 +249,19 @@ func (v *validator) str(f *mapField, what string) (string, bool) {
 		v.errorf(v.valuePos(f), "%s must be a string, got %s; quote it", what, kind(f.Value))
 	}
 	return "", false
+}
+
+// text refuses control characters in a decoded string ("\0" in double
+// quotes): they reach reports, terminals and file names. Newlines and tabs
+// are text.
+func (v *validator) text(p Pos, what, s string) bool {
+	for i, r := range s {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			v.errorf(p, "%s holds the control character %U at byte %d; remove it", what, r, i)
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) integer(f *mapField) int {
@@ -260,6 +278,10 @@ func (v *validator) integer(f *mapField) int {
 			}
 		}
 		v.errorf(v.valuePos(f), "%s %s is out of range", f.name, in.GetToken().Value)
+		return 0
+	}
+	if tok := n.GetToken(); tok != nil && digitsRE.MatchString(tok.Value) && tok.Type != token.DoubleQuoteType && tok.Type != token.SingleQuoteType {
+		v.errorf(v.valuePos(f), "%s %s is out of range; an issue number is below 2^31", f.name, cut(tok.Value))
 		return 0
 	}
 	v.errorf(v.valuePos(f), "%s must be an integer, got %s; write it unquoted, e.g. %s: 581", f.name, kind(n), f.name)
@@ -300,6 +322,9 @@ func (v *validator) strList(f *mapField, what string) []string {
 			v.errorf(v.pos(it), "every item of %s must be a string, got %s", what, kind(it))
 			continue
 		}
+		if !v.text(v.pos(it), what, s) {
+			continue
+		}
 		out = append(out, s)
 	}
 	return out
@@ -329,7 +354,9 @@ func (v *validator) strMap(f *mapField, what string) map[string]string {
 		}
 		val := &mapField{name: name, key: kv.Key, Value: kv.Value}
 		if s, ok := stringValue(kv.Value); ok {
-			out[name] = s
+			if v.text(v.valuePos(val), what+"."+name, s) {
+				out[name] = s
+			}
 		} else {
 			v.errorf(v.valuePos(val), "%s.%s must be a string, got %s; quote it", what, name, kind(kv.Value))
 		}
