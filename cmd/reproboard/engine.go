@@ -75,8 +75,8 @@ const (
 	envBoard        = "REPROBOARD_BOARD"         // the board being run
 	envTarget       = "REPROBOARD_TARGET"        // the board's target name
 	envTargetBinary = "REPROBOARD_TARGET_BINARY" // absolute path of its binary: do not build again
-	envDryRun       = "REPROBOARD_DRYRUN"
-	envShard        = "REPROBOARD_SHARD"
+	envDryRun       = outcome.EnvDryRun
+	envShard        = outcome.EnvShard
 )
 
 // baseEnv is the environment of go commands; spec is nil for a dry run

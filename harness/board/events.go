@@ -302,7 +302,7 @@ func (c *Collector) finishTest(k testKey, t *testState, action string, elapsed t
 		Parent:     t.hasSub,
 	}
 	if action == "skip" {
-		s.SkipReason = logMessage(t.lastMsg)
+		s.SkipReason = skipReason(s.Output, t.lastMsg)
 	}
 	c.results.Sections = append(c.results.Sections, s)
 	return &s
@@ -408,6 +408,28 @@ func isFraming(line string) bool {
 var logPrefixRE = regexp.MustCompile(`^\S+\.go:\d+: `)
 
 // logMessage strips the "file_test.go:12: " that t.Log puts before a message.
+// skipReason is the t.Skip message of a skipped section. The harness's own
+// dry-run and shard skips are found on any line: testscript, for one, logs
+// its own "testscript.go:N:" line after the skip message.
+func skipReason(output, last string) string {
+	var reason string
+	for _, line := range strings.Split(output, "\n") {
+		m := logMessage(line)
+		if strings.HasPrefix(m, dryRunSkipPrefix) || strings.HasPrefix(m, shardSkipPrefix) {
+			return m
+		}
+		if m != "" && !logPrefixOnlyRE.MatchString(m) {
+			reason = m
+		}
+	}
+	if reason == "" {
+		reason = logMessage(last)
+	}
+	return reason
+}
+
+var logPrefixOnlyRE = regexp.MustCompile(`^\S+\.go:\d+:$`)
+
 func logMessage(line string) string {
 	return logPrefixRE.ReplaceAllString(strings.TrimSpace(line), "")
 }

@@ -204,3 +204,21 @@ func TestParent(t *testing.T) {
 	assert.Equal(t, map[string]string{"TestPass": "GREEN", "TestMarked": "INCONCLUSIVE", "TestParent/ok": "GREEN", "TestParent/bad_one": "KNOWN-RED"}, got)
 	assert.Equal(t, 1, b.ExitCode, b.ExitReason)
 }
+
+// testscript logs its own "testscript.go:N:" line after a script's skip
+// message: the shard's skip must still be recognised as the harness's, so
+// that the other shard's sections appear nowhere in this shard's reports.
+func TestShardSkipFoundBeforeTestscriptsOwnLine(t *testing.T) {
+	events := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestGuards/x"}`,
+		`{"Action":"output","Package":"p","Test":"TestGuards/x","Output":"    runner.go:154: reproboard shard 1/2: section belongs to another shard\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestGuards/x","Output":"    testscript.go:609: \n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestGuards/x","Elapsed":0}`,
+	}, "\n") + "\n"
+	res, err := Collect(strings.NewReader(events))
+	require.NoError(t, err)
+	s := sectionByName(t, res, "TestGuards/x")
+	assert.True(t, s.OtherShard(), "skip reason %q", s.SkipReason)
+	b := Classify(res, nil, Options{Board: "g", Gating: true, Shard: "1/2"})
+	assert.Empty(t, b.Skipped)
+}

@@ -135,7 +135,15 @@ func Artifact(t testing.TB, kind, path string) {
 // DryRun reports whether the board asked for a listing run: sections are
 // created and skipped at once, so `go test -json` names every section
 // without running any.
-func DryRun() bool { return os.Getenv("REPROBOARD_DRYRUN") == "1" }
+func DryRun() bool { return os.Getenv(EnvDryRun) == "1" }
+
+// The variables by which the board asks a test binary for a listing run
+// or one shard. They are for the board's own go test only: a child a test
+// starts (package selftest) must not inherit them.
+const (
+	EnvDryRun = "REPROBOARD_DRYRUN"
+	EnvShard  = "REPROBOARD_SHARD"
+)
 
 // SkipIfDryRun skips t in a listing run.
 func SkipIfDryRun(t testing.TB) {
@@ -177,7 +185,7 @@ func Select(t testing.TB) {
 
 // Shard reads REPROBOARD_SHARD=k/n (1 <= k <= n).
 func Shard() (k, n int, ok bool) {
-	v := os.Getenv("REPROBOARD_SHARD")
+	v := os.Getenv(EnvShard)
 	if v == "" {
 		return 0, 0, false
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reproboard/reproboard/harness/outcome"
 )
 
 // Child is one run of this test binary.
@@ -45,7 +47,7 @@ func Pattern(names ...string) string {
 func Run(c Child) Result {
 	args := append([]string{"-test.run=" + Pattern(c.Run...), "-test.v", "-test.count=1"}, c.Args...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(childEnv(), c.Env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	r := Result{Output: string(out), Err: err, Duration: time.Since(start)}
@@ -55,6 +57,22 @@ func Run(c Child) Result {
 		}
 	}
 	return r
+}
+
+// childEnv is this process's environment without the board's listing and
+// shard requests: the parent was selected to run, so its child runs in
+// full. A child that inherited REPROBOARD_SHARD would skip the very test
+// it was started for, and the parent would read that as "stayed GREEN".
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == outcome.EnvShard || name == outcome.EnvDryRun {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }
 
 var attrLine = regexp.MustCompile(`(?m)^=== ATTR  (\S+) (\S+) (.*)$`)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,6 +23,27 @@ func TestChild(t *testing.T) {
 		}
 	})
 	t.Run("ab", func(t *testing.T) { t.Fatal("must not run: the pattern is exact") })
+	t.Run("selected", func(t *testing.T) {
+		outcome.Select(t)
+		t.Attr("ran", "yes")
+	})
+}
+
+// A parent running as one shard of a board, or in its dry run, starts its
+// child to run in full: the child must not skip as another shard's.
+func TestChildDoesNotInheritShardOrDryRun(t *testing.T) {
+	shard := "1/2"
+	if outcome.InShard("TestChild/selected", 1, 2) {
+		shard = "2/2"
+	}
+	for _, env := range [][2]string{{outcome.EnvShard, shard}, {outcome.EnvDryRun, "1"}} {
+		t.Run(env[0], func(t *testing.T) {
+			t.Setenv(env[0], env[1])
+			r := Run(Child{Run: []string{"TestChild", "selected"}, Env: []string{"SELFTEST_CHILD=GREEN"}})
+			require.NoError(t, r.Err, r.Output)
+			assert.Equal(t, "yes", r.Attr("TestChild/selected", "ran"), r.Output)
+		})
+	}
 }
 
 func TestRunPassingChild(t *testing.T) {
