@@ -24,12 +24,18 @@ relative to its file, so download each shard's --out directory whole.
 JUnit is written by gotestsum over the shards' raw events, which must sit
 next to their JSON reports.
 
+It checks that it has exactly the shards 1..N of one run of each board
+(same N, same boards.yaml, same listing, each shard once): a missing,
+duplicate or foreign shard is exit 2, naming it.
+
 Flags:
 ` + reportFlagsUsage + historyFlagsUsage + `  --config FILE   read history: and history_keep: from it, when it exists
                   (default boards.yaml)
   --out DIR       where the history is by default (default out)
-  --strict        FIXED sections fail the board (exit 1), even if the
-                  shards ran without --strict
+  --strict        FIXED and FLAKY sections fail the board (exit 1), even
+                  if the shards ran without --strict
+  --allow-partial merge even with shards missing; the board says PARTIAL
+                  in every report and cannot exit 0
 
 Each merged board is appended to the history once, as one run.
 ` + reportFilesNote,
@@ -41,6 +47,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	strict := fs.Bool("strict", false, "")
 	configPath := fs.String("config", "boards.yaml", "")
 	out := fs.String("out", "out", "")
+	allowPartial := fs.Bool("allow-partial", false, "")
 	var rf reportFlags
 	rf.register(fs)
 	var hf historyFlags
@@ -51,6 +58,9 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	}
 	if len(files) == 0 {
 		return c.usageError(cmd, "give the JSON reports of the shards")
+	}
+	if err := rf.check(""); err != nil {
+		return c.usageError(cmd, "%v", err)
 	}
 	var order []string
 	groups := map[string][]*board.Board{}
@@ -102,7 +112,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	var codes []int
 	for _, name := range order {
 		parts := groups[name]
-		m, err := board.Merge(parts, groupFiles[name])
+		m, err := board.Merge(parts, groupFiles[name], board.MergeOptions{AllowPartial: *allowPartial})
 		if err != nil {
 			return c.fail(cmd, err)
 		}

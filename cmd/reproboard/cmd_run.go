@@ -72,6 +72,11 @@ func runRun(c *cli, cmd *command, args []string) int {
 	if *timeout <= 0 || *deadline <= 0 {
 		return c.usageError(cmd, "--timeout and --deadline must be positive durations, e.g. 30m")
 	}
+	// Every output is checked before anything is built or run: a report
+	// path found unwritable after an hour's run loses the run.
+	if err := rf.check(*out); err != nil {
+		return c.usageError(cmd, "%v", err)
+	}
 	s, err := c.openSession(*configPath, *out)
 	if err != nil {
 		return c.fail(cmd, err)
@@ -119,14 +124,16 @@ func runRun(c *cli, cmd *command, args []string) int {
 			stem += ".shard" + strings.Replace(*shard, "/", "of", 1)
 		}
 		start := time.Now()
+		listed := listings[spec.Name].Names()
+		key := &board.RunKey{Config: s.cfg.Digest, Listing: board.ListingDigest(listed), Assigned: inShard(listed, *shard)}
 		b, err := s.runBoard(c.ctx, runSpec{spec: spec, shard: *shard, strict: *strict, stem: stem,
-			expected: inShard(listings[spec.Name].Names(), *shard)})
+			expected: key.Assigned, run: key})
 		if err != nil {
 			// The board could not run at all: it is still on the reports,
 			// with why, as a board that verified nothing.
 			fmt.Fprintf(c.stderr, "reproboard run: board %s: %v\n", spec.Name, err)
 			b = board.Classify(&board.Results{Problems: []board.Problem{{Kind: board.ProblemGoTest, Message: err.Error()}}}, s.cfg.KnownRed,
-				board.Options{Board: spec.Name, Target: s.targetOf(spec), Gating: spec.Gating, Strict: *strict, Shard: *shard})
+				board.Options{Board: spec.Name, Target: s.targetOf(spec), Gating: spec.Gating, Strict: *strict, Shard: *shard, Run: key})
 		}
 		b.RunInfo = src.runInfo(start, s.binaries[spec.Target])
 		rp.addHistory(b.Name, rec.record(c.ctx, b))

@@ -266,6 +266,7 @@ type runSpec struct {
 	expected []string // sections the dry run listed for this run
 	strict   bool
 	stem     string // file name stem in out: board[.shardKofN]
+	run      *board.RunKey
 }
 
 // runBoard runs one board and classifies it. Problems that stop the board
@@ -273,7 +274,7 @@ type runSpec struct {
 // problem, so the reports show them like any other.
 func (s *session) runBoard(ctx context.Context, r runSpec) (*board.Board, error) {
 	opts := board.Options{Board: r.spec.Name, Target: s.targetOf(r.spec), Gating: r.spec.Gating, Strict: r.strict,
-		Platform: config.Platform(), Shard: r.shard, Expected: r.expected}
+		Platform: config.Platform(), Shard: r.shard, Expected: r.expected, Run: r.run}
 	env, err := s.targetEnv(ctx, r.spec)
 	switch {
 	case err == nil:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,6 +34,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"run", "--bogus"}, "reproboard run: flag provided but not defined: -bogus\n\nusage: reproboard run [flags] [BOARD...]"},
 		{[]string{"run", "--shard", "3/2"}, `reproboard run: --shard "3/2": want k/n with 1 <= k <= n, e.g. 2/4`},
 		{[]string{"run", "--timeout", "0s"}, "--timeout and --deadline must be positive durations"},
+		{[]string{"run", "--shard", "1/2/3"}, `reproboard run: --shard "1/2/3": want k/n with 1 <= k <= n, e.g. 2/4`},
+		{[]string{"run", "--shard", "1/2x"}, `reproboard run: --shard "1/2x": want k/n`},
+		{[]string{"run", "--json", "/proc/no/such/dir/board.json"}, "--json /proc/no/such/dir/board.json cannot be written"},
+		{[]string{"merge", "--html", "/proc/no/such/dir/board.html", "x.json"}, "--html /proc/no/such/dir/board.html cannot be written"},
 		{[]string{"repro"}, "reproboard repro: give exactly one issue number\n\nusage: reproboard repro [flags] N"},
 		{[]string{"repro", "abc"}, `reproboard repro: issue "abc" is not a positive number`},
 		{[]string{"list", "extra"}, "reproboard list: list takes no arguments, got extra"},
@@ -100,6 +105,50 @@ func TestMergeRejectsWhatIsNotABoard(t *testing.T) {
 	code, _, stderr := invoke(t, "merge", "--no-history", p)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, p+`: schema "something/else", want "reproboard.board/v1"`)
+}
+
+// A hand-made or truncated report must not merge as an empty green board.
+func TestMergeValidatesAgainstTheSchema(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"schema":"reproboard.board/v1","board":null,"sections":null}`, `field "board" is missing or null`},
+		{`{"schema":"reproboard.board/v1","board":"g","target":"t","gating":true,"strict":false,"platform":"p","exit_code":0,"exit_reason":"","sections":null,"counts":{}}`, `field "sections" is missing or null`},
+		{`{"schema":"reproboard.board/v1","board":"g","target":"t","gating":true,"strict":false,"platform":"p","exit_code":7,"exit_reason":"","sections":[],"counts":{}}`, `exit_code 7, want 0, 1 or 2`},
+		{`{"schema":"reproboard.board/v1","board":"g","target":"t","gating":true,"strict":false,"platform":"p","exit_code":0,"exit_reason":"","sections":[],"counts":{},"extra":1}`, `unknown field "extra"`},
+	} {
+		p := filepath.Join(t.TempDir(), "x.json")
+		require.NoError(t, os.WriteFile(p, []byte(tc.json), 0o644))
+		code, _, stderr := invoke(t, "merge", p)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, tc.want)
+	}
+}
+
+// The hostile inputs of the issue, through the CLI: exit 2 naming
+// file:line:col, before anything is built.
+func TestListRefusesHostileConfigs(t *testing.T) {
+	dir := t.TempDir()
+	base := "targets:\n  d:\n    build: ./d\n    cache_var: C\n    runtime_var: R\nboards:\n  b:\n    packages: [./x]\n    target: d\n    gating: true\n"
+	var laughs strings.Builder
+	laughs.WriteString(base + "known_red:\n  - &a0 [lol]\n")
+	for i := 1; i < 10; i++ {
+		laughs.WriteString(fmt.Sprintf("  - &a%d [%s]\n", i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10), ",")))
+	}
+	for name, tc := range map[string]struct{ text, want string }{
+		"nesting":  {"targets: " + strings.Repeat("[", 1_000_000), ":1:41: nested 33 levels deep"},
+		"alias":    {laughs.String(), ":13:10: aliases (*name) are not supported"},
+		"entries":  {base + "known_red:\n" + strings.Repeat("- {}\n", 140_000), ":10006:1: more than 20000 keys and list items"},
+		"toolexec": {strings.Replace(base, "[./x]", "['-toolexec=/tmp/prog', ./x]", 1), `:8:16: packages entry "-toolexec=/tmp/prog" starts with -`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(dir, name+".yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.text), 0o644))
+			code, stdout, stderr := invoke(t, "list", "--config", cfg)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, "reproboard list: "+cfg+tc.want)
+			assert.Less(t, len(stderr), 16<<10)
+		})
+	}
 }
 
 func TestCombineExit(t *testing.T) {

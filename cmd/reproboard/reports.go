@@ -30,6 +30,44 @@ func (rf *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.html, "html", "", "")
 }
 
+// check makes sure every report file asked for (and dir, the --out
+// directory) can be created, before anything runs.
+func (rf *reportFlags) check(dir string) error {
+	var errs []error
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("--out %s: %v", dir, err))
+		}
+	}
+	for _, f := range []struct{ flag, path string }{{"json", rf.json}, {"md", rf.md}, {"junit", rf.junit}, {"html", rf.html}} {
+		if f.path == "" {
+			continue
+		}
+		if err := creatable(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s cannot be written: %v; give a path in a writable directory", f.flag, f.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// creatable creates path's directory and opens path for writing, leaving
+// an existing file as it was and removing one it had to create.
+func creatable(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if os.IsNotExist(statErr) {
+		return os.Remove(path)
+	}
+	return nil
+}
+
 // reportFlagsUsage is shared by the commands that write reports.
 const reportFlagsUsage = `  --json FILE     write the JSON report (schema reproboard.board/v1)
   --md FILE       write the Markdown report; it is also appended to

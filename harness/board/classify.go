@@ -20,13 +20,20 @@ const Schema = "reproboard.board/v1"
 // report stores, so a board read back from JSON (for merge) reports the
 // same as the one that was run.
 type Board struct {
-	Schema     string    `json:"schema"`
-	Name       string    `json:"board"`
-	Target     string    `json:"target"`
-	Gating     bool      `json:"gating"`
-	Strict     bool      `json:"strict"`
-	Platform   string    `json:"platform"`
-	Shard      string    `json:"shard,omitempty"`  // "k/n" of a sharded run
+	Schema   string `json:"schema"`
+	Name     string `json:"board"`
+	Target   string `json:"target"`
+	Gating   bool   `json:"gating"`
+	Strict   bool   `json:"strict"`
+	Platform string `json:"platform"`
+	Shard    string `json:"shard,omitempty"` // "k/n" of a sharded run
+	// Run identifies the run a shard belongs to, so merge can check it has
+	// every shard of one run; set on every run, sharded or not.
+	Run    *RunKey  `json:"run_key,omitempty"`
+	Merged []string `json:"merged,omitempty"` // the shards ("k/n") a merged board was made of
+	// Partial lists the shards a merge did not have (--allow-partial): the
+	// board verified only part of its sections and says PARTIAL everywhere.
+	Partial    []string  `json:"partial,omitempty"`
 	Events     string    `json:"events,omitempty"` // raw go test -json file, relative to the JSON file
 	RunInfo    *RunInfo  `json:"run,omitempty"`    // when, commit, versions; nil on a board from an older reproboard
 	ExitCode   int       `json:"exit_code"`
@@ -52,6 +59,17 @@ type Section struct {
 	Measure   string            `json:"measure"`   // one line per metric
 }
 
+// RunKey names one run of one board: the same for every shard of it.
+type RunKey struct {
+	// Config is the SHA-256 of the boards.yaml the run read ("sha256:…").
+	Config string `json:"config"`
+	// Listing is the SHA-256 of the board's sorted section names, as the
+	// dry run listed them before sharding ("sha256:…").
+	Listing string `json:"listing"`
+	// Assigned are the sections this run (this shard) was given.
+	Assigned []string `json:"assigned"`
+}
+
 // Skipped is a section that skipped for its own reasons (not a dry run,
 // not another shard's): shown, never counted.
 type Skipped struct {
@@ -69,6 +87,7 @@ type Options struct {
 	Gating, Strict bool
 	Platform       string // GOOS/GOARCH for known_red platforms; config.Platform() when empty
 	Shard          string
+	Run            *RunKey
 	// Expected lists the sections a dry run found for this run (this
 	// shard's only); those that never ran are reported as a problem.
 	Expected []string
@@ -82,7 +101,7 @@ func Classify(res *Results, known []*config.KnownRed, opts Options) *Board {
 	}
 	b := &Board{
 		Schema: Schema, Name: opts.Board, Target: opts.Target,
-		Gating: opts.Gating, Strict: opts.Strict, Platform: opts.Platform, Shard: opts.Shard,
+		Gating: opts.Gating, Strict: opts.Strict, Platform: opts.Platform, Shard: opts.Shard, Run: opts.Run,
 		Sections: []Section{},
 		Problems: append([]Problem(nil), res.Problems...),
 	}
@@ -270,7 +289,7 @@ func (b *Board) Score() {
 		b.Counts[string(s.Outcome)]++
 		outs = append(outs, s.Outcome)
 	}
-	if len(b.Sections) == 0 && b.Shard != "" && len(b.Problems) == 0 {
+	if len(b.Sections) == 0 && b.Shard != "" && len(b.Problems) == 0 && len(b.Partial) == 0 {
 		// The hash gave this shard nothing; the merge of all shards still
 		// exits 2 if the whole board verified nothing.
 		b.ExitCode = outcome.ExitGreen

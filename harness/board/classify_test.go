@@ -1,6 +1,7 @@
 package board
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -170,11 +171,16 @@ func TestListedSectionsThatNeverRanAreAProblem(t *testing.T) {
 }
 
 func TestAnEmptyShardLeavesTheVerdictToTheMerge(t *testing.T) {
-	b := Classify(&Results{}, nil, Options{Gating: true, Shard: "2/3"})
+	key := &RunKey{Config: "sha256:c", Listing: "sha256:l"}
+	b := Classify(&Results{}, nil, Options{Gating: true, Shard: "2/3", Run: key})
 	assert.Equal(t, 0, b.ExitCode)
 	assert.Equal(t, "shard 2/3 holds no section of this board; the merge of all shards decides", b.ExitReason)
 
-	merged, err := Merge([]*Board{b, b}, []string{"a.json", "b.json"})
+	var parts []*Board
+	for k := 1; k <= 3; k++ {
+		parts = append(parts, Classify(&Results{}, nil, Options{Gating: true, Shard: fmt.Sprintf("%d/3", k), Run: key}))
+	}
+	merged, err := Merge(parts, []string{"a.json", "b.json", "c.json"}, MergeOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, merged.ExitCode, "no shard verified anything")
 

@@ -98,6 +98,7 @@ const (
 	ProblemPackage = "package-failed" // a package failed outside any section (TestMain, a leak check)
 	ProblemNotRun  = "not-run"        // listed sections that never ran: the test binary stopped early
 	ProblemGoTest  = "go-test"        // go test itself failed without saying why in its events
+	ProblemPartial = "partial"        // a merge without every shard (--allow-partial)
 )
 
 // Problem is a failure that belongs to no section. Any problem makes the

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 // order of the file, so every report lists them the way the file does.
 type Config struct {
 	Path     string // as given to Load; errors name it
+	Digest   string // "sha256:…" of the file's bytes: which boards.yaml a run read
 	Targets  []*Target
 	Boards   []*BoardSpec
 	KnownRed []*KnownRed
@@ -190,7 +192,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, fmt.Errorf("%s: not valid YAML: %v", path, err)
 	}
 	v := &validator{file: path}
-	cfg := &Config{Path: path}
+	cfg := &Config{Path: path, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(data))}
 	switch {
 	case len(f.Docs) == 0 || f.Docs[0].Body == nil:
 		v.errorf(Pos{path, 1, 1}, "the file is empty; expected the keys targets, boards and known_red")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -196,13 +198,22 @@ func Shard() (k, n int, ok bool) {
 	return k, n, true
 }
 
-// ParseShard parses "k/n".
+// ParseShard parses "k/n": exactly two decimal numbers, 1 <= k <= n.
 func ParseShard(s string) (k, n int, err error) {
-	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n {
+	m := shardRE.FindStringSubmatch(s)
+	if m != nil {
+		k, err = strconv.Atoi(m[1])
+		if err == nil {
+			n, err = strconv.Atoi(m[2])
+		}
+	}
+	if m == nil || err != nil || n < 1 || k < 1 || k > n {
 		return 0, 0, fmt.Errorf("shard %q: want k/n with 1 <= k <= n, e.g. 2/4", s)
 	}
 	return k, n, nil
 }
+
+var shardRE = regexp.MustCompile(`^([0-9]{1,6})/([0-9]{1,6})$`)
 
 // InShard partitions sections deterministically by their full test name,
 // so every shard of every CI job agrees without coordination. FNV-1a alone

@@ -129,6 +129,7 @@ func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
 			require.NoError(t, err)
 			o := opts
 			o.Shard = fmt.Sprintf("%d/2", k)
+			o.Run = &board.RunKey{Config: "sha256:c", Listing: "sha256:l"}
 			shard := board.Classify(res, known, o)
 			require.NotEmpty(t, shard.Sections, "shard %d/2 of the fixture is empty: the test proves nothing", k)
 			require.Less(t, len(shard.Sections), len(whole.Sections))
@@ -138,7 +139,7 @@ func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
 			require.NoError(t, err)
 			parts = append(parts, back)
 		}
-		merged, err := board.Merge(parts, []string{"shard1.json", "shard2.json"})
+		merged, err := board.Merge(parts, []string{"shard1.json", "shard2.json"}, board.MergeOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, whole.Sections, merged.Sections)
 		assert.Equal(t, whole.Skipped, merged.Skipped)
@@ -150,14 +151,18 @@ func TestMergeOfShardsEqualsTheUnshardedBoard(t *testing.T) {
 }
 
 func TestMergeRefusesOverlapAndMixedBoards(t *testing.T) {
-	a := fixtureBoard(t, board.Options{})
-	_, err := board.Merge([]*board.Board{a, a}, []string{"a.json", "b.json"})
+	key := &board.RunKey{Config: "sha256:c", Listing: "sha256:l"}
+	a := fixtureBoard(t, board.Options{Board: "bug-repro", Target: "demod", Platform: "linux/amd64", Shard: "1/2", Run: key})
+	a2 := *a
+	a2.Shard = "2/2"
+	_, err := board.Merge([]*board.Board{a, &a2}, []string{"a.json", "b.json"}, board.MergeOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is in both a.json and b.json: the shards overlap")
 
 	other := *a
 	other.Name = "guards"
-	_, err = board.Merge([]*board.Board{a, &other}, []string{"a.json", "g.json"})
+	other.Shard = "2/2"
+	_, err = board.Merge([]*board.Board{a, &other}, []string{"a.json", "g.json"}, board.MergeOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `merge the shards of one board at a time`)
 }
