@@ -21,8 +21,6 @@ Combines the JSON reports of the shards of one run ('reproboard run
 --shard K/N', one per CI job) into one board per board name, recomputes
 the exit code and writes the same reports as run. Paths in a report are
 relative to its file, so download each shard's --out directory whole.
-JUnit is written by gotestsum over the shards' raw events, which must sit
-next to their JSON reports.
 
 It checks that it has exactly the shards 1..N of one run of each board
 (same N, same boards.yaml, same listing, each shard once): a missing,
@@ -125,12 +123,8 @@ func runMerge(c *cli, cmd *command, args []string) int {
 			m.RunInfo.Duration = 0
 		}
 		rp.addHistory(m.Name, rec.record(c.ctx, m))
-		var events []string
-		for _, p := range parts {
-			events = append(events, p.Events) // "" makes --junit say which is missing
-		}
 		code := m.ExitCode
-		if err := rp.write(c.ctx, m, "", events); err != nil {
+		if err := rp.write(m, ""); err != nil {
 			fmt.Fprintf(c.stderr, "reproboard merge: board %s: %v\n", name, err)
 			code = combineExit([]int{code, 2})
 		}

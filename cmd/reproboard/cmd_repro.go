@@ -124,7 +124,7 @@ func runRepro(c *cli, cmd *command, args []string) int {
 			codes = append(codes, 2)
 			continue
 		}
-		if err := rp.write(c.ctx, b, "", nil); err != nil {
+		if err := rp.write(b, ""); err != nil {
 			fmt.Fprintf(c.stderr, "reproboard repro: %v\n", err)
 		}
 		printVerdicts(c, issue, b)

@@ -137,12 +137,8 @@ func runRun(c *cli, cmd *command, args []string) int {
 		}
 		b.RunInfo = src.runInfo(start, s.binaries[spec.Target])
 		rp.addHistory(b.Name, rec.record(c.ctx, b))
-		var events []string
-		if b.Events != "" {
-			events = []string{b.Events}
-		}
 		code := b.ExitCode
-		if err := rp.write(c.ctx, b, filepath.Join(s.out, stem+".json"), events); err != nil {
+		if err := rp.write(b, filepath.Join(s.out, stem+".json")); err != nil {
 			fmt.Fprintf(c.stderr, "reproboard run: board %s: reports: %v\n", spec.Name, err)
 			code = combineExit([]int{code, 2})
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,15 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
-	"github.com/reproboard/reproboard/harness/excerpt"
 	"github.com/reproboard/reproboard/harness/history"
 	"github.com/reproboard/reproboard/harness/report"
 )
-
-const junitLimit = 5 * time.Minute
 
 // reportFlags are the report files a command writes besides the terminal.
 type reportFlags struct{ json, md, junit, html string }
@@ -72,8 +67,8 @@ func creatable(path string) error {
 const reportFlagsUsage = `  --json FILE     write the JSON report (schema reproboard.board/v1)
   --md FILE       write the Markdown report; it is also appended to
                   $GITHUB_STEP_SUMMARY when that is set
-  --junit FILE    write JUnit XML, by gotestsum over the raw go test events
-                  (needs 'tool gotest.tools/gotestsum' in the module's go.mod)
+  --junit FILE    write JUnit XML: one testcase per section, KNOWN-RED as
+                  skipped, SETUP-FAIL as error (see README, JUnit)
   --html FILE     write one self-contained HTML page with the memory charts
 `
 
@@ -126,7 +121,7 @@ func (rp *reporter) reportPath(p, name string) string {
 // write prints the terminal report and writes the per-board report files
 // asked for, and keeps b for finish. keepJSON, when set, is the JSON the
 // run keeps in --out for merge.
-func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, events []string) error {
+func (rp *reporter) write(b *board.Board, keepJSON string) error {
 	rp.boards = append(rp.boards, b)
 	var errs []error
 	topts := report.TerminalOptions{Color: useColor(rp.c.stdout), Width: termWidth(rp.c.stdout)}
@@ -145,7 +140,7 @@ func (rp *reporter) write(ctx context.Context, b *board.Board, keepJSON string, 
 		}
 	}
 	if p := rp.reportPath(rp.flags.junit, b.Name); p != "" {
-		errs = append(errs, rp.junit(ctx, p, b.Name, events))
+		errs = append(errs, rp.junit(p, b))
 	}
 	return errors.Join(errs...)
 }
@@ -245,54 +240,16 @@ func (rp *reporter) appendStepSummary(path string, markdown func(limit int, coll
 	return errors.Join(werr, f.Close())
 }
 
-// junit writes JUnit XML with gotestsum, from the raw events of the run
-// (of every shard, for a merge): gotestsum reads them with --raw-command,
-// after board.WriteJUnitEvents has dropped the other shards' skips. JUnit
-// shows go test's verdicts, not the board's: a KNOWN-RED is a failure there.
-func (rp *reporter) junit(ctx context.Context, path, name string, events []string) error {
-	if len(events) == 0 {
-		return fmt.Errorf("junit %s: no raw events to convert", path)
-	}
-	var readers []io.Reader
-	for _, e := range events {
-		if e == "" {
-			return fmt.Errorf("junit %s: a report names no raw events file; rerun the shards with this reproboard", path)
-		}
-		data, err := os.ReadFile(e)
+// junit writes the board's JUnit XML (report.WriteJUnit): one testcase
+// per section with the board's outcome, artefact paths relative to it.
+func (rp *reporter) junit(path string, b *board.Board) error {
+	return writeFile(path, func(w io.Writer) error {
+		dir, err := filepath.Abs(filepath.Dir(path))
 		if err != nil {
-			return fmt.Errorf("junit %s needs the raw events of every shard: %v; keep the .events.jsonl files next to the JSON reports", path, err)
+			return err
 		}
-		readers = append(readers, bytes.NewReader(data))
-	}
-	tmp, err := os.CreateTemp("", "reproboard-junit-*.jsonl")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	werr := board.WriteJUnitEvents(tmp, readers...)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	_ = os.Remove(abs) // a stale file must not pass for a fresh one
-	ctx, cancel := context.WithTimeout(ctx, junitLimit)
-	defer cancel()
-	out := excerpt.NewTail(8 << 10)
-	cmd := goCommand(ctx, rp.moduleDir, os.Environ(), "tool", "gotestsum", "--junitfile", abs,
-		"--junitfile-project-name", name, "--format", "standard-quiet", "--raw-command", "--", "cat", tmp.Name())
-	cmd.Stdout, cmd.Stderr = io.Discard, out
-	runErr := cmd.Run() // non-zero when tests failed; the file is what counts
-	if ctx.Err() != nil {
-		killGroup(cmd)
-	}
-	if fi, err := os.Stat(abs); err != nil || fi.Size() == 0 {
-		return fmt.Errorf("junit %s: go tool gotestsum wrote nothing (%v); it runs in %s, whose go.mod needs 'tool gotest.tools/gotestsum':\n%s",
-			path, runErr, rp.moduleDir, excerpt.Excerpt(out.String(), 0))
-	}
-	return nil
+		return report.WriteJUnit(w, b.RelativeTo(dir))
+	})
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

@@ -57,6 +57,18 @@ type Section struct {
 	Excerpt   string            `json:"excerpt"`
 	Artifacts map[string]string `json:"artifacts"` // kind -> path, from reproboard.artifact.<kind>
 	Measure   string            `json:"measure"`   // one line per metric
+	// Attempts are the section's runs in order, when it ran more than once
+	// (--rerun-fails): the first from the parallel run, then each re-run
+	// alone. Empty for a section that ran once.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is one run of a section: a plain record, the same in the JSON
+// report and in a run history.
+type Attempt struct {
+	Outcome  outcome.Outcome `json:"outcome"`
+	Reason   string          `json:"reason"`
+	Duration float64         `json:"duration_s"`
 }
 
 // RunKey names one run of one board: the same for every shard of it.
@@ -327,6 +339,7 @@ func (b *Board) exitReason() string {
 		}
 		if b.Strict {
 			add(c[string(outcome.Fixed)], "FIXED under --strict")
+			add(c[string(outcome.Flaky)], "FLAKY under --strict")
 		}
 		return "regression: " + strings.Join(why, ", ")
 	case outcome.ExitSetup:
@@ -343,8 +356,15 @@ func (b *Board) exitReason() string {
 			return "ok: a non-gating board reports " + strings.Join(why, ", ") + " without failing (redness is the data)"
 		}
 	}
+	var but []string
 	if n := c[string(outcome.Fixed)]; n > 0 {
-		return fmt.Sprintf("ok, but %d known-red section(s) now pass: FIXED, promote them", n)
+		but = append(but, fmt.Sprintf("%d known-red section(s) now pass: FIXED, promote them", n))
+	}
+	if n := c[string(outcome.Flaky)]; n > 0 {
+		but = append(but, fmt.Sprintf("%d section(s) FLAKY: failed, then passed on a re-run; see every attempt", n))
+	}
+	if len(but) > 0 {
+		return "ok, but " + strings.Join(but, "; ")
 	}
 	return "ok: nothing regressed"
 }

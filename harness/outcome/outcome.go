@@ -1,4 +1,4 @@
-// Package outcome is the verdict model of reproboard: the six outcomes a
+// Package outcome is the verdict model of reproboard: the seven outcomes a
 // section can have, the exit-code rules of a board, and the test attributes
 // that carry a section's outcome from `go test -json` to the board.
 package outcome
@@ -23,10 +23,14 @@ const (
 	Fixed        Outcome = "FIXED"
 	SetupFail    Outcome = "SETUP-FAIL"
 	Inconclusive Outcome = "INCONCLUSIVE"
+	// Flaky failed (RED or INCONCLUSIVE), then passed when the board re-ran
+	// it alone (--rerun-fails): reported loudly with every attempt, gating
+	// only under --strict.
+	Flaky Outcome = "FLAKY"
 )
 
 // All lists the outcomes in report order, worst first.
-var All = []Outcome{Red, Inconclusive, SetupFail, Fixed, KnownRed, Green}
+var All = []Outcome{Red, Inconclusive, SetupFail, Flaky, Fixed, KnownRed, Green}
 
 // Parse turns the text form back into an Outcome.
 func Parse(s string) (Outcome, error) {
@@ -35,7 +39,7 @@ func Parse(s string) (Outcome, error) {
 			return o, nil
 		}
 	}
-	return "", fmt.Errorf("unknown outcome %q (want one of GREEN, RED, KNOWN-RED, FIXED, SETUP-FAIL, INCONCLUSIVE)", s)
+	return "", fmt.Errorf("unknown outcome %q (want one of GREEN, RED, KNOWN-RED, FIXED, SETUP-FAIL, INCONCLUSIVE, FLAKY)", s)
 }
 
 // Test attribute keys. A section's test records them with t.Attr so that
@@ -84,7 +88,7 @@ func ExitCode(outcomes []Outcome, gating Gating, strict bool) int {
 			if gating {
 				regression = true
 			}
-		case Fixed:
+		case Fixed, Flaky:
 			if strict {
 				regression = true
 			}

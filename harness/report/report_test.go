@@ -309,27 +309,6 @@ func TestHTMLReportIsSelfContainedWithInlineCharts(t *testing.T) {
 	assert.Contains(t, page, "<title>reproboard: board bug-repro (exit 2)</title>")
 }
 
-func TestWriteJUnitEventsDropsOtherShardsSections(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(fixtures, "events", "board.jsonl"))
-	require.NoError(t, err)
-	s1, s2 := shardStream(t, data, 1, 2), shardStream(t, data, 2, 2)
-	var buf bytes.Buffer
-	require.NoError(t, board.WriteJUnitEvents(&buf, bytes.NewReader(s1), bytes.NewReader(s2)))
-	assert.NotContains(t, buf.String(), "reproboard shard")
-
-	ends := map[string][]string{} // test -> its terminal actions
-	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-		e, err := board.ParseEvent(line)
-		require.NoError(t, err)
-		if e.Test != "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
-			ends[e.Test] = append(ends[e.Test], e.Action)
-		}
-	}
-	for _, s := range collectFile(t, "board.jsonl").Sections {
-		assert.Equal(t, []string{s.Action}, ends[s.Test], "%s: once, with its real result", s.Test)
-	}
-}
-
 func TestRelativePathsTravelWithTheReport(t *testing.T) {
 	dir := t.TempDir()
 	b := &board.Board{Schema: board.Schema, Events: filepath.Join(dir, "guards.events.jsonl"), Sections: []board.Section{{
