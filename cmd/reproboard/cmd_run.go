@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
+	"github.com/reproboard/reproboard/harness/config"
 	"github.com/reproboard/reproboard/harness/outcome"
 )
 
@@ -31,7 +32,10 @@ Flags:
                   the difference is said)
   --shard K/N     run only shard K of N; merge the shards' JSON reports
                   with 'reproboard merge'
-` + reportFlagsUsage + historyFlagsUsage + `  --strict        FIXED sections fail the board (exit 1)
+` + reportFlagsUsage + historyFlagsUsage + `  --rerun-fails N re-run each RED or INCONCLUSIVE section alone, up to N
+                  times, after the board's run; one that passes is FLAKY
+                  (default: the board's rerun_fails in boards.yaml, else 0)
+  --strict        FIXED and FLAKY sections fail the board (exit 1)
   --out DIR       raw events, JSON reports, built targets, artefacts
                   (default out)
   --timeout D     go test -timeout for each test binary (default 30m)
@@ -53,6 +57,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 	shard := fs.String("shard", "", "")
 	targetName := fs.String("target", os.Getenv(envTarget), "")
 	strict := fs.Bool("strict", false, "")
+	rerun := fs.Int("rerun-fails", -1, "")
 	out := fs.String("out", "out", "")
 	timeout := fs.Duration("timeout", 30*time.Minute, "")
 	deadline := fs.Duration("deadline", 2*time.Hour, "")
@@ -71,6 +76,9 @@ func runRun(c *cli, cmd *command, args []string) int {
 	}
 	if *timeout <= 0 || *deadline <= 0 {
 		return c.usageError(cmd, "--timeout and --deadline must be positive durations, e.g. 30m")
+	}
+	if *rerun > config.MaxRerunFails || *rerun < -1 {
+		return c.usageError(cmd, "--rerun-fails %d: want 0 to %d re-runs per failed section", *rerun, config.MaxRerunFails)
 	}
 	// Every output is checked before anything is built or run: a report
 	// path found unwritable after an hour's run loses the run.
@@ -128,6 +136,13 @@ func runRun(c *cli, cmd *command, args []string) int {
 		key := &board.RunKey{Config: s.cfg.Digest, Listing: board.ListingDigest(listed), Assigned: inShard(listed, *shard)}
 		b, err := s.runBoard(c.ctx, runSpec{spec: spec, shard: *shard, strict: *strict, stem: stem,
 			expected: key.Assigned, run: key})
+		if err == nil {
+			n := spec.RerunFails
+			if *rerun >= 0 {
+				n = *rerun
+			}
+			s.rerunFails(c.ctx, runSpec{spec: spec, strict: *strict, stem: stem}, b, n)
+		}
 		if err != nil {
 			// The board could not run at all: it is still on the reports,
 			// with why, as a board that verified nothing.

@@ -61,6 +61,15 @@ boards:
     packages: [./slow/...]
     target: fake
     gating: true
+  flaky:
+    packages: [./flaky/...]
+    target: fake
+    gating: true
+  flaky-cfg:
+    packages: [./flaky/...]
+    target: fake
+    gating: true
+    rerun_fails: 1
 known_red:
   - test: TestRepro/issue581
     issue: 581
@@ -113,6 +122,32 @@ import (
 func TestSlow(t *testing.T) {
 	t.Run("done", func(t *testing.T) { outcome.Select(t) })
 	t.Run("hangs", func(t *testing.T) { outcome.Select(t); time.Sleep(time.Minute) })
+}
+`,
+		"flaky/flaky_test.go": `package flaky
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/reproboard/reproboard/harness/outcome"
+)
+
+// first-run-fails fails on its first run in FLAKY_DIR only, as a guard
+// with a tight internal deadline does on a loaded machine.
+func TestFlaky(t *testing.T) {
+	t.Run("first-run-fails", func(t *testing.T) {
+		outcome.Select(t)
+		marker := filepath.Join(os.Getenv("FLAKY_DIR"), "ran-once")
+		if _, err := os.Stat(marker); err != nil {
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Fatal("deadline 2s passed (first run only)")
+		}
+	})
+	t.Run("steady", func(t *testing.T) { outcome.Select(t) })
 }
 `,
 		"repro/repro_test.go": `package repro
@@ -326,6 +361,47 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, 0, code, "no FIXED section: strict changes nothing")
 	})
 
+	t.Run("a section that fails on its first run only is FLAKY with --rerun-fails 1", func(t *testing.T) {
+		section := func(b *board.Board, test string) board.Section {
+			for _, s := range b.Sections {
+				if s.Test == test {
+					return s
+				}
+			}
+			t.Fatalf("no section %s on board %s", test, b.Name)
+			return board.Section{}
+		}
+		out := filepath.Join(reports, "flaky")
+		t.Setenv("FLAKY_DIR", t.TempDir())
+		code, stdout, stderr := invoke(t, "run", "--config", cfg, "--out", out, "--rerun-fails", "1", "flaky")
+		require.Equal(t, 0, code, "FLAKY does not gate; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		assert.Contains(t, stderr, "re-running example.com/fixture/flaky TestFlaky/first-run-fails alone (1 of 1): it was RED")
+		b := readBoard(t, filepath.Join(out, "flaky.json"))
+		f := section(b, "TestFlaky/first-run-fails")
+		assert.Equal(t, outcome.Flaky, f.Outcome)
+		require.Len(t, f.Attempts, 2)
+		assert.Equal(t, outcome.Red, f.Attempts[0].Outcome)
+		assert.Contains(t, f.Attempts[0].Reason, "deadline 2s passed (first run only)")
+		assert.Equal(t, outcome.Green, f.Attempts[1].Outcome)
+		assert.Equal(t, outcome.Green, section(b, "TestFlaky/steady").Outcome)
+		assert.Empty(t, section(b, "TestFlaky/steady").Attempts, "a section that passed is not re-run")
+		assert.Contains(t, stdout, "FLAKY")
+
+		t.Setenv("FLAKY_DIR", t.TempDir())
+		code, _, _ = invoke(t, "run", "--config", cfg, "--out", out, "flaky")
+		assert.Equal(t, 1, code, "without re-runs the first failure is RED")
+		assert.Equal(t, outcome.Red, section(readBoard(t, filepath.Join(out, "flaky.json")), "TestFlaky/first-run-fails").Outcome)
+
+		t.Setenv("FLAKY_DIR", t.TempDir())
+		code, _, _ = invoke(t, "run", "--config", cfg, "--out", out, "--rerun-fails", "1", "--strict", "flaky")
+		assert.Equal(t, 1, code, "FLAKY gates under --strict")
+
+		t.Setenv("FLAKY_DIR", t.TempDir())
+		code, _, stderr = invoke(t, "run", "--config", cfg, "--out", out, "flaky-cfg")
+		assert.Equal(t, 0, code, "rerun_fails: 1 in boards.yaml: %s", stderr)
+		assert.Equal(t, outcome.Flaky, section(readBoard(t, filepath.Join(out, "flaky-cfg.json")), "TestFlaky/first-run-fails").Outcome)
+	})
+
 	t.Run("repro runs one issue and shows its measurements", func(t *testing.T) {
 		out := filepath.Join(reports, "repro")
 		code, stdout, stderr := invoke(t, "repro", "--config", cfg, "--out", out, "581")
@@ -360,6 +436,6 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, os.WriteFile(stale, append(data, []byte("  - test: TestRepro/gone\n    issue: 7\n    reason: gone\n    signature: x\n")...), 0o644))
 		code, _, stderr := invoke(t, "run", "--config", stale, "--out", filepath.Join(reports, "stale"), "guards")
 		assert.Equal(t, 2, code)
-		assert.Contains(t, stderr, stale+":32:5: known_red entry names test TestRepro/gone, which no board package defines")
+		assert.Contains(t, stderr, stale+":41:5: known_red entry names test TestRepro/gone, which no board package defines")
 	})
 }

@@ -327,6 +327,60 @@ func (s *session) runBoard(ctx context.Context, r runSpec) (*board.Board, error)
 	return b, nil
 }
 
+// rerunFails re-runs each RED or INCONCLUSIVE section of b alone, one at
+// a time after the board's parallel run, up to n times until it stops
+// failing (go test -run anchored to the section, in its package), and
+// folds the attempts into the section: passing on a re-run is FLAKY. A
+// parent reported as a section is not re-run: its pattern would run every
+// subtest again.
+func (s *session) rerunFails(ctx context.Context, r runSpec, b *board.Board, n int) {
+	if n <= 0 {
+		return
+	}
+	changed := false
+	for i, sec := range b.Sections {
+		if !board.NeedsRerun(sec) || hasSubsections(b, sec.Test) {
+			continue
+		}
+		var reruns []board.Section
+		for k := 1; k <= n; k++ {
+			spec := *r.spec
+			spec.Packages = []string{sec.Package}
+			fmt.Fprintf(s.c.stderr, "re-running %s %s alone (%d of %d): it was %s\n", sec.Package, sec.Test, k, n, sec.Outcome)
+			rb, err := s.runBoard(ctx, runSpec{spec: &spec, runRE: runRegexp([]string{sec.Test}), selected: []string{sec.Test},
+				expected: []string{sec.Test}, strict: r.strict, stem: fmt.Sprintf("%s.rerun%d-%d", r.stem, i+1, k)})
+			got := board.Section{Package: sec.Package, Test: sec.Test, Outcome: outcome.Red, Reason: "the re-run did not run the section"}
+			if err != nil {
+				got.Reason = "the re-run could not run: " + firstLine(err.Error())
+			} else {
+				for _, x := range rb.Sections {
+					if x.Test == sec.Test {
+						got = x
+					}
+				}
+			}
+			reruns = append(reruns, got)
+			if !board.NeedsRerun(got) {
+				break
+			}
+		}
+		b.Sections[i] = board.Rerun(sec, reruns)
+		changed = true
+	}
+	if changed {
+		b.Score()
+	}
+}
+
+func hasSubsections(b *board.Board, test string) bool {
+	for _, s := range b.Sections {
+		if strings.HasPrefix(s.Test, test+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *session) wanted(r runSpec, test string) bool {
 	if r.selected == nil {
 		return true

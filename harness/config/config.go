@@ -77,8 +77,15 @@ type BoardSpec struct {
 	Target      string
 	Gating      bool
 	Description string
-	Pos         Pos
+	// RerunFails re-runs each RED or INCONCLUSIVE section alone up to this
+	// many times after the board's run; one that passes is FLAKY.
+	RerunFails int
+	Pos        Pos
 }
+
+// MaxRerunFails bounds rerun_fails and --rerun-fails: a section that
+// needs more re-runs than this to pass is not flaky, it is broken.
+const MaxRerunFails = 10
 
 // KnownRed whitelists one failing section: it stays KNOWN-RED only while
 // it fails the way Signature says.
@@ -417,7 +424,7 @@ func (v *validator) envName(f *mapField, s string) {
 
 func (v *validator) boardSpec(e namedEntry, cfg *Config) *BoardSpec {
 	b := &BoardSpec{Name: e.name, Pos: e.pos}
-	fields := v.mapping(e.value, fmt.Sprintf("in board %q", e.name), "packages", "target", "gating", "description")
+	fields := v.mapping(e.value, fmt.Sprintf("in board %q", e.name), "packages", "target", "gating", "description", "rerun_fails")
 	if fields == nil {
 		return nil
 	}
@@ -457,6 +464,12 @@ func (v *validator) boardSpec(e namedEntry, cfg *Config) *BoardSpec {
 	}
 	if f, ok := fields["description"]; ok {
 		b.Description, _ = v.str(f, "description")
+	}
+	if f, ok := fields["rerun_fails"]; ok {
+		b.RerunFails = v.integer(f)
+		if b.RerunFails < 0 || b.RerunFails > MaxRerunFails {
+			v.errorf(v.valuePos(f), "rerun_fails must be between 0 and %d, got %d", MaxRerunFails, b.RerunFails)
+		}
 	}
 	return b
 }

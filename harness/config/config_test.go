@@ -68,7 +68,7 @@ func TestLoadRejects(t *testing.T) {
 		{"unknown_nested.yaml", []string{
 			`unknown_nested.yaml:6:5: unknown key "logfile" in target "demod"; expected one of binary, binary_env, build, cache_var, runtime_var, log, env, env_pass, features`,
 			`unknown_nested.yaml:8:3: board "guards" has no gating; say gating: true (a guard board that fails CI) or gating: false (a bug-repro board)`,
-			`unknown_nested.yaml:11:5: unknown key "gatting" in board "guards" (did you mean "gating"?); expected one of packages, target, gating, description`,
+			`unknown_nested.yaml:11:5: unknown key "gatting" in board "guards" (did you mean "gating"?); expected one of packages, target, gating, description, rerun_fails`,
 			`unknown_nested.yaml:17:5: unknown key "ticket" in known_red entry; expected one of test, issue, reason, signature, platforms`,
 		}},
 		{"history_keep.yaml", []string{
@@ -145,6 +145,8 @@ func TestParseSmallCases(t *testing.T) {
 		{"bad platform", base + "known_red:\n  - test: TestA\n    issue: 1\n    reason: r\n    signature: x\n    platforms: [Linux]\n",
 			`boards.yaml:16:16: platform "Linux" is not GOOS or GOOS/GOARCH (e.g. linux, darwin, linux/amd64)`},
 		{"alias", base + "known_red: *x\n", `boards.yaml:11:12: aliases (*name) are not supported in boards.yaml; write the value out`},
+		{"rerun_fails", strings.Replace(base, "gating: true\n", "gating: true\n    rerun_fails: 11\n", 1),
+			`boards.yaml:11:18: rerun_fails must be between 0 and 10, got 11`},
 		{"no boards", "targets:\n  d:\n    build: ./d\n    cache_var: C\n    runtime_var: R\n",
 			"boards.yaml:1:1: no boards; add boards: with at least one board (its packages, target and gating)"},
 	} {

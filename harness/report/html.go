@@ -194,7 +194,7 @@ func svgDataURL(content []byte) (template.URL, error) {
 }
 
 // The stylesheet avoids < and & so the page stays well-formed XML.
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"partial": PartialLine, "attempt": AttemptLine}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
@@ -264,7 +264,8 @@ a.cell.none { background: #f6f8fa; outline: 1px solid #d0d7de; }
 {{template "board" .}}{{end}}{{end}}</body>
 </html>
 {{define "board"}}<p>{{.Gating}} board, target <code>{{.B.Target}}</code>, {{.B.Platform}}{{if .B.Shard}}, shard {{.B.Shard}}{{end}}. {{.Counts}}.</p>
-<p class="verdict">{{.B.ExitReason}}</p>
+{{if .B.Partial}}<p class="verdict partial">{{partial .B}}</p>
+{{end}}<p class="verdict">{{.B.ExitReason}}</p>
 {{if .Hist}}{{template "hist-changes" .Hist}}{{end}}<div class="wide"><table class="sections">
 <thead><tr><th>outcome</th><th>issue</th><th>duration</th><th>section</th><th>reason</th></tr></thead>
 <tbody>
@@ -279,6 +280,7 @@ a.cell.none { background: #f6f8fa; outline: 1px solid #d0d7de; }
 {{end}}{{range .Rows}}{{if .Detail}}<section class="detail" id="{{.Anchor}}">
 {{if $sub}}<h3>{{else}}<h2>{{end}}<span class="chip {{.Outcome}}">{{.Outcome}}</span> {{.Label}}{{if $sub}}</h3>{{else}}</h2>{{end}}
 {{if .Reason}}<p>{{.Reason}}</p>
+{{end}}{{if .Attempts}}<ol class="attempts">{{range .Attempts}}<li>{{attempt .}}</li>{{end}}</ol>
 {{end}}{{if .Measures}}<pre class="measure">{{range .Measures}}{{.}}
 {{end}}</pre>
 {{end}}{{range .Charts}}<figure><img class="chart" alt="{{.Kind}}" src="{{.URL}}"/><figcaption>{{.Kind}}</figcaption></figure>

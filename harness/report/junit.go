@@ -160,7 +160,7 @@ func boardProperties(b *board.Board) []junitProperty {
 		ps = append(ps, junitProperty{"reproboard.shard", b.Shard})
 	}
 	if len(b.Partial) > 0 {
-		ps = append(ps, junitProperty{"reproboard.partial", "PARTIAL: missing shard(s) " + strings.Join(b.Partial, ", ")})
+		ps = append(ps, junitProperty{"reproboard.partial", PartialLine(b)})
 	}
 	return ps
 }
@@ -201,7 +201,7 @@ func sectionCase(b *board.Board, s board.Section) junitCase {
 	if len(s.Attempts) > 1 {
 		var out strings.Builder
 		for i, a := range s.Attempts {
-			fmt.Fprintf(&out, "attempt %d: %s (%.3fs) %s\n", i+1, a.Outcome, a.Duration, a.Reason)
+			fmt.Fprintf(&out, "attempt %d: %s\n", i+1, AttemptLine(a))
 		}
 		c.SystemOut = xmlText(out.String())
 	}
@@ -222,4 +222,19 @@ func xmlText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// PartialLine says, in every report of a board merged with --allow-partial,
+// that it is PARTIAL and which shards it lacks.
+func PartialLine(b *board.Board) string {
+	return fmt.Sprintf("PARTIAL: shard(s) %s missing — not every section was verified; this board is not green", strings.Join(b.Partial, ", "))
+}
+
+// AttemptLine is one attempt of a re-run section: "RED (2.0s) reason".
+func AttemptLine(a board.Attempt) string {
+	s := fmt.Sprintf("%s (%ss)", a.Outcome, seconds(a.Duration))
+	if a.Reason != "" {
+		s += " " + a.Reason
+	}
+	return s
 }

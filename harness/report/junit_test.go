@@ -132,3 +132,23 @@ func TestJUnitPartialAndProblemsAreErrors(t *testing.T) {
 	assert.Equal(t, 1, doc.Errors)
 	assert.Contains(t, cases["PROBLEM partial"].Error.Message, "PARTIAL")
 }
+
+// A board merged with --allow-partial says PARTIAL in every report.
+func TestPartialInEveryReport(t *testing.T) {
+	b := &board.Board{Schema: board.Schema, Name: "guards", Gating: true, Partial: []string{"2/2"},
+		Sections: []board.Section{{Package: "p", Test: "TestG/a", Outcome: outcome.Green}},
+		Problems: []board.Problem{{Kind: board.ProblemPartial, Message: "PARTIAL: shard(s) 2/2 missing"}}}
+	b.Score()
+	want := "PARTIAL: shard(s) 2/2 missing — not every section was verified"
+	var term, md, page, js, junit bytes.Buffer
+	require.NoError(t, WriteTerminal(&term, b, TerminalOptions{}))
+	require.NoError(t, WriteMarkdownBoards(&md, []*board.Board{b}, MarkdownOptions{Limit: MarkdownLimit}))
+	require.NoError(t, WriteHTMLBoards(&page, []*board.Board{b}, HTMLOptions{ReadFile: func(string) ([]byte, error) { return nil, nil }}))
+	require.NoError(t, WriteJSON(&js, b))
+	require.NoError(t, WriteJUnit(&junit, b))
+	for name, out := range map[string]string{"terminal": term.String(), "markdown": md.String(), "html": page.String(), "junit": junit.String()} {
+		assert.Contains(t, out, want, name)
+	}
+	assert.Contains(t, js.String(), `"partial": [`)
+	assert.Equal(t, 2, b.ExitCode)
+}

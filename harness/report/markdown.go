@@ -90,6 +90,9 @@ func WriteMarkdownBoards(w io.Writer, boards []*board.Board, opts MarkdownOption
 		fmt.Fprintf(&mb.top, "%s %s board %s — exit %d\n\n", level, exitIcon(b.ExitCode), mdText(b.Name), b.ExitCode)
 		mb.top.WriteString(markdownChanges(opts.History[b.Name]))
 		fmt.Fprintf(&mb.top, "%s board, target `%s`, %s%s. %s. Exit %d: %s.\n\n", gatingWord(b.Gating), mdCode(b.Target), mdText(b.Platform), shardNote(b.Shard), CountsLine(b.Counts), b.ExitCode, mdText(b.ExitReason))
+		if len(b.Partial) > 0 {
+			fmt.Fprintf(&mb.top, "**%s**\n\n", mdText(PartialLine(b)))
+		}
 		mb.top.WriteString("| outcome | issue | duration | section | reason |\n|---|---|---|---|---|\n")
 		multiPkg := packageCount(b) > 1
 		greens := 0
@@ -109,6 +112,15 @@ func WriteMarkdownBoards(w io.Writer, boards []*board.Board, opts MarkdownOption
 		}
 		if len(b.Skipped) > 0 {
 			fmt.Fprintf(&mb.tail, "\n%d section(s) skipped, not counted.\n", len(b.Skipped))
+		}
+		for _, s := range b.Sections {
+			if len(s.Attempts) > 1 {
+				var as []string
+				for i, a := range s.Attempts {
+					as = append(as, fmt.Sprintf("%d. %s", i+1, excerpt.OneLine(AttemptLine(a), 200)))
+				}
+				fmt.Fprintf(&mb.tail, "\n**%s** `%s`, %d attempts: %s\n", s.Outcome, mdCode(sectionLabel(s, multiPkg)), len(s.Attempts), mdText(strings.Join(as, "; ")))
+			}
 		}
 		for _, s := range b.Sections {
 			if s.Outcome != outcome.Green && s.Excerpt != "" {

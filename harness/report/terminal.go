@@ -67,6 +67,9 @@ func WriteTerminal(w io.Writer, b *board.Board, opts TerminalOptions) error {
 		width = DefaultWidth
 	}
 	fmt.Fprintf(ew, "%s\n", fitEnd(fmt.Sprintf("board %s (%s, target %s, %s)%s", b.Name, gatingWord(b.Gating), b.Target, b.Platform, shardNote(b.Shard)), width))
+	if len(b.Partial) > 0 {
+		fmt.Fprintln(ew, PartialLine(b))
+	}
 	multiPkg := packageCount(b) > 1
 	rows := slices.Clone(b.Sections)
 	slices.SortStableFunc(rows, func(x, y board.Section) int { return lookRank(x.Outcome) - lookRank(y.Outcome) })
@@ -97,6 +100,9 @@ func WriteTerminal(w io.Writer, b *board.Board, opts TerminalOptions) error {
 			}
 		}
 		fmt.Fprintf(ew, "\n%s\n", strings.Join(head, "\n"))
+		for i, a := range s.Attempts {
+			fmt.Fprintf(ew, "%s\n", fitEnd(fmt.Sprintf("attempt %d: %s", i+1, AttemptLine(a)), width))
+		}
 		for _, m := range measureLines(s.Measure) {
 			fmt.Fprintf(ew, "measure: %s\n", m)
 		}
