@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reproboard/reproboard/harness/board"
@@ -20,7 +23,8 @@ var mergeCommand = &command{
 Combines the JSON reports of the shards of one run ('reproboard run
 --shard K/N', one per CI job) into one board per board name, recomputes
 the exit code and writes the same reports as run. Paths in a report are
-relative to its file, so download each shard's --out directory whole.
+relative to its file, so download each shard's --out directory whole;
+merge copies the artefacts into its own --out.
 
 It checks that it has exactly the shards 1..N of one run of each board
 (same N, same boards.yaml, same listing, each shard once): a missing,
@@ -29,7 +33,9 @@ duplicate or foreign shard is exit 2, naming it.
 Flags:
 ` + reportFlagsUsage + historyFlagsUsage + `  --config FILE   read history: and history_keep: from it, when it exists
                   (default boards.yaml)
-  --out DIR       where the history is by default (default out)
+  --out DIR       where the shards' artefacts are copied and the history
+                  is by default (default out): write the reports inside it
+                  and every link in them is relative and resolves inside it
   --strict        FIXED and FLAKY sections fail the board (exit 1), even
                   if the shards ran without --strict
   --allow-partial merge even with shards missing; the board says PARTIAL
@@ -57,7 +63,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	if len(files) == 0 {
 		return c.usageError(cmd, "give the JSON reports of the shards")
 	}
-	if err := rf.check(""); err != nil {
+	if err := rf.check(*out); err != nil {
 		return c.usageError(cmd, "%v", err)
 	}
 	var order []string
@@ -78,6 +84,9 @@ func runMerge(c *cli, cmd *command, args []string) int {
 			return c.fail(cmd, err)
 		}
 		b.Resolve(dir)
+		if err := copyArtifacts(b, dir, *out); err != nil {
+			return c.fail(cmd, err)
+		}
 		if _, seen := groups[b.Name]; !seen {
 			order = append(order, b.Name)
 		}
@@ -135,4 +144,58 @@ func runMerge(c *cli, cmd *command, args []string) int {
 		codes = append(codes, 2)
 	}
 	return combineExit(codes)
+}
+
+// copyArtifacts copies the artefacts of shard b, whose JSON report is in
+// dir, into out/artifacts/merge/<board>.<shard>/ and points b at the
+// copies: the merged reports then link inside out, which is what CI
+// uploads, not into the directory the shards were downloaded to.
+func copyArtifacts(b *board.Board, dir, out string) error {
+	label := b.Name
+	if b.Shard != "" {
+		label += ".shard" + strings.Replace(b.Shard, "/", "of", 1)
+	}
+	dest := filepath.Join(out, "artifacts", "merge", label)
+	b.Events = "" // a merged board has no one events file; each shard's stays with it
+	for i := range b.Sections {
+		for k, p := range b.Sections[i].Artifacts {
+			if p == "" {
+				continue
+			}
+			rel, err := filepath.Rel(dir, p)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				rel = filepath.Base(p)
+			}
+			to := filepath.Join(dest, rel)
+			if err := copyFile(p, to); err != nil {
+				if os.IsNotExist(err) {
+					continue // the report names a file the shard did not upload: the link stays, and shows it
+				}
+				return fmt.Errorf("copying the artefacts of %s: %v", b.Name, err)
+			}
+			abs, err := filepath.Abs(to)
+			if err != nil {
+				return err
+			}
+			b.Sections[i].Artifacts[k] = abs
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	o, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(o, in)
+	return errors.Join(err, o.Close())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -334,7 +335,7 @@ func TestEndToEnd(t *testing.T) {
 		merged := filepath.Join(reports, "merged.json")
 		mergedJUnit := filepath.Join(reports, "merged.xml")
 		hist := filepath.Join(reports, "merged-history.db")
-		code, stdout, stderr := invoke(t, append([]string{"merge", "--history", hist, "--json", merged, "--junit", mergedJUnit}, parts...)...)
+		code, stdout, stderr := invoke(t, append([]string{"merge", "--history", hist, "--json", merged, "--junit", mergedJUnit, "--out", reports}, parts...)...)
 		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		m := readBoard(t, merged)
 		require.NotNil(t, m.RunInfo, "the merged board carries its run")
@@ -357,8 +358,45 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(string(junit), `name="`+test+`"`), test)
 		}
 
-		code, _, _ = invoke(t, "merge", "--no-history", "--strict", parts[0], parts[1])
+		code, _, _ = invoke(t, "merge", "--no-history", "--strict", "--out", t.TempDir(), parts[0], parts[1])
 		assert.Equal(t, 0, code, "no FIXED section: strict changes nothing")
+
+		// Only the merge job's out/ is uploaded: its reports link inside
+		// it, and still do once it is moved.
+		mout := filepath.Join(reports, "merge-out")
+		code, _, stderr = invoke(t, append([]string{"merge", "--out", mout, "--json", filepath.Join(mout, "bug-repro.json"),
+			"--junit", filepath.Join(mout, "bug-repro.xml"), "--html", filepath.Join(mout, "bug-repro.html")}, parts...)...)
+		require.Equal(t, 0, code, stderr)
+		moved := filepath.Join(reports, "downloaded")
+		require.NoError(t, os.Rename(mout, moved))
+		raw, err := os.ReadFile(filepath.Join(moved, "bug-repro.json"))
+		require.NoError(t, err)
+		var rel struct {
+			Sections []struct {
+				Test      string
+				Artifacts map[string]string
+			}
+		}
+		require.NoError(t, json.Unmarshal(raw, &rel))
+		links := 0
+		for _, s := range rel.Sections {
+			for _, p := range s.Artifacts {
+				assert.False(t, filepath.IsAbs(p), "%s: %s", s.Test, p)
+				assert.FileExists(t, filepath.Join(moved, p))
+				links++
+			}
+		}
+		assert.Positive(t, links, "the merged board has artefacts to link")
+		xmlData, err := os.ReadFile(filepath.Join(moved, "bug-repro.xml"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(xmlData), `value="/`, "no absolute path in the JUnit")
+
+		code, _, stderr = invoke(t, "merge", "--out", t.TempDir(), parts[0])
+		assert.Equal(t, 2, code, "one shard of two")
+		assert.Contains(t, stderr, "board bug-repro: shard(s) 2/2 missing")
+		code, stdout, _ = invoke(t, "merge", "--out", t.TempDir(), "--allow-partial", parts[0])
+		assert.Equal(t, 2, code, "a partial board is never green")
+		assert.Contains(t, stdout, "PARTIAL: shard(s) 2/2 missing")
 	})
 
 	t.Run("a section that fails on its first run only is FLAKY with --rerun-fails 1", func(t *testing.T) {
