@@ -22,8 +22,10 @@ vet:
 	$(GO) vet ./...
 
 ## board: both boards against the embedded demo target; reports in out/
+## (a built binary, not go run: go run turns exit 2 into exit 1)
 board:
-	$(GO) run ./cmd/reproboard run --out $(OUT) --html $(OUT)/board.html --md $(OUT)/board.md --json $(OUT)/board.json --junit $(OUT)/junit.xml
+	$(GO) build -o $(OUT)/bin/reproboard ./cmd/reproboard
+	$(OUT)/bin/reproboard run --out $(OUT) --html $(OUT)/board.html --md $(OUT)/board.md --json $(OUT)/board.json --junit $(OUT)/junit.xml
 
 ## redis-board: the worked example on a program nobody here wrote (needs redis-server, redis-tools)
 redis-board:
@@ -36,7 +38,8 @@ guards:
 ## repro ISSUE=N: one open bug's repro, with its measurements and charts
 repro:
 	@test -n "$(ISSUE)" || { echo "make repro: ISSUE is required, e.g. make repro ISSUE=581" >&2; exit 2; }
-	$(GO) run ./cmd/reproboard repro --out $(OUT) $(ISSUE)
+	$(GO) build -o $(OUT)/bin/reproboard ./cmd/reproboard
+	$(OUT)/bin/reproboard repro --out $(OUT) $(ISSUE)
 
 ## bench: the figures, printed; ratios are measured within one run (a shared machine is noisy)
 bench:

@@ -3,6 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -151,4 +155,20 @@ func TestPartialInEveryReport(t *testing.T) {
 	}
 	assert.Contains(t, js.String(), `"partial": [`)
 	assert.Equal(t, 2, b.ExitCode)
+}
+
+// SCHEMA.md documents every field the JSON report has.
+func TestSchemaDocumentsEveryField(t *testing.T) {
+	doc, err := os.ReadFile("SCHEMA.md")
+	require.NoError(t, err)
+	for _, typ := range []reflect.Type{reflect.TypeOf(board.Board{}), reflect.TypeOf(board.Section{}), reflect.TypeOf(board.RunKey{}),
+		reflect.TypeOf(board.Attempt{}), reflect.TypeOf(board.Problem{}), reflect.TypeOf(board.Skipped{})} {
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			assert.Regexp(t, "(`|\\.)"+regexp.QuoteMeta(name)+"`", string(doc), "%s.%s", typ.Name(), name)
+		}
+	}
 }
