@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reproboard/reproboard/harness/outcome"
 	"github.com/reproboard/reproboard/harness/script"
 	"github.com/reproboard/reproboard/harness/selftest"
 	"github.com/reproboard/reproboard/harness/target"
@@ -46,6 +47,9 @@ func TestGuardsCatchBreaks(t *testing.T) {
 	require.NoError(t, err)
 	for _, b := range breaks {
 		t.Run(b.name+"/"+b.guard, func(t *testing.T) {
+			// A section of the board: listed, not run, by a dry run, and run
+			// by one shard only (its child runs in full, see selftest).
+			outcome.Select(t)
 			t.Parallel()
 			child := selftest.Run(selftest.Child{Run: []string{"TestGuards", "daemon", b.guard},
 				Env: []string{breakEnv + "=" + b.name, target.BinaryEnv + "=" + tgt.Path},

@@ -97,7 +97,7 @@ func runMerge(c *cli, cmd *command, args []string) int {
 	if err != nil {
 		return c.fail(cmd, err)
 	}
-	rp := &reporter{c: c, flags: rf, multi: len(order) > 1, moduleDir: wd}
+	rp := &reporter{c: c, flags: rf, multi: len(order) > 1}
 	src := source{}
 	var rec *recorder
 	if !hf.off {

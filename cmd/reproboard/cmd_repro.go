@@ -104,7 +104,7 @@ func runRepro(c *cli, cmd *command, args []string) int {
 		return 2
 	}
 
-	rp := &reporter{c: c, moduleDir: s.dir}
+	rp := &reporter{c: c}
 	var codes []int
 	for _, spec := range specs {
 		sel := selected[spec.Name]

@@ -118,7 +118,7 @@ func runRun(c *cli, cmd *command, args []string) int {
 	if err != nil {
 		return c.fail(cmd, err)
 	}
-	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1, moduleDir: s.dir}
+	rp := &reporter{c: c, flags: rf, multi: len(specs) > 1}
 	src := findSource(c.ctx, s.dir)
 	var rec *recorder
 	if !hf.off {

@@ -20,7 +20,7 @@ import (
 // (through a replace) with a target to build, a gating guard board, a
 // bug-repro board with a leak repro that records a chart, and a board
 // whose target does not build. Its go.mod copies this module's
-// requirements, so go test and go tool gotestsum work offline.
+// requirements, so go test works offline.
 func fixtureModule(t *testing.T) string {
 	t.Helper()
 	repo, err := filepath.Abs(filepath.Join("..", ".."))

@@ -26,41 +26,76 @@ func (rf *reportFlags) register(fs *flag.FlagSet) {
 }
 
 // check makes sure every report file asked for (and dir, the --out
-// directory) can be created, before anything runs.
+// directory) can be created, before anything runs. It creates nothing.
 func (rf *reportFlags) check(dir string) error {
 	var errs []error
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			errs = append(errs, fmt.Errorf("--out %s: %v", dir, err))
+		if err := creatable(dir, true); err != nil {
+			errs = append(errs, fmt.Errorf("--out %s cannot be created: %v; give a writable directory", dir, err))
 		}
 	}
 	for _, f := range []struct{ flag, path string }{{"json", rf.json}, {"md", rf.md}, {"junit", rf.junit}, {"html", rf.html}} {
 		if f.path == "" {
 			continue
 		}
-		if err := creatable(f.path); err != nil {
+		if err := creatable(f.path, false); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %s cannot be written: %v; give a path in a writable directory", f.flag, f.path, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// creatable creates path's directory and opens path for writing, leaving
-// an existing file as it was and removing one it had to create.
-func creatable(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// creatable reports whether path (a directory when dir) exists as that and
+// is writable, or could be created: its nearest existing ancestor is a
+// directory a file can be created in.
+func creatable(path string, dir bool) error {
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
 	}
-	f.Close()
-	if os.IsNotExist(statErr) {
-		return os.Remove(path)
+	if fi, err := os.Stat(abs); err == nil {
+		switch {
+		case dir && !fi.IsDir():
+			return fmt.Errorf("it is a file")
+		case !dir && fi.IsDir():
+			return fmt.Errorf("it is a directory")
+		case !dir:
+			f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		return writableDir(abs)
 	}
-	return nil
+	anc := filepath.Dir(abs)
+	for {
+		fi, err := os.Stat(anc)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is a file", anc)
+			}
+			return writableDir(anc)
+		}
+		if !os.IsNotExist(err) {
+			return err
+		}
+		up := filepath.Dir(anc)
+		if up == anc {
+			return err
+		}
+		anc = up
+	}
+}
+
+func writableDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".reproboard-check-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // reportFlagsUsage is shared by the commands that write reports.
@@ -89,12 +124,11 @@ board, which is what merge reads.
 // as it is classified (terminal, JSON, JUnit), then finish once for the
 // reports that hold every board (Markdown, the step summary, HTML).
 type reporter struct {
-	c         *cli
-	flags     reportFlags
-	multi     bool   // several boards: per-board file names get the board's name
-	moduleDir string // where `go tool gotestsum` runs
-	boards    []*board.Board
-	history   map[string]*history.Analysis // by board name; nil entries: history is off
+	c       *cli
+	flags   reportFlags
+	multi   bool // several boards: per-board file names get the board's name
+	boards  []*board.Board
+	history map[string]*history.Analysis // by board name; nil entries: history is off
 }
 
 // addHistory keeps what the history says about a board, for its reports.

@@ -69,7 +69,7 @@ func TestReportsOfTwoBoards(t *testing.T) {
 	t.Setenv("GITHUB_STEP_SUMMARY", summary)
 	htmlPath, mdPath := filepath.Join(reports, "board.html"), filepath.Join(reports, "board.md")
 
-	code, stdout, stderr := invoke(t, append([]string{"merge", "--no-history", "--html", htmlPath, "--md", mdPath,
+	code, stdout, stderr := invoke(t, append([]string{"merge", "--no-history", "--out", reports, "--html", htmlPath, "--md", mdPath,
 		"--json", filepath.Join(reports, "board.json")}, files...)...)
 	assert.Equal(t, 1, code, "the gating board has an INCONCLUSIVE section; stderr:\n%s", stderr)
 	assert.Empty(t, stderr)
@@ -121,17 +121,17 @@ func TestReportsOfTwoBoards(t *testing.T) {
 
 	// A page next to the artefacts shows and links them by relative paths,
 	// and still embeds the chart.
-	code, _, stderr = invoke(t, append([]string{"merge", "--no-history", "--html", filepath.Join(dir, "page.html")}, files...)...)
+	code, _, stderr = invoke(t, append([]string{"merge", "--no-history", "--out", dir, "--html", filepath.Join(dir, "page.html")}, files...)...)
 	assert.Equal(t, 1, code, stderr)
 	page, err = os.ReadFile(filepath.Join(dir, "page.html"))
 	require.NoError(t, err)
 	parseXML(t, page)
-	assert.Contains(t, string(page), `<a href="charts/issue581.svg"><code>charts/issue581.svg</code></a>`)
+	assert.Contains(t, string(page), `<a href="artifacts/merge/bug-repro/charts/issue581.svg"><code>artifacts/merge/bug-repro/charts/issue581.svg</code></a>`)
 	assert.NotContains(t, string(page), dir)
 	assert.Equal(t, 1, strings.Count(string(page), `src="data:image/svg&#43;xml;base64,`))
 
 	// One board keeps the one-board page and document.
-	code, _, stderr = invoke(t, "merge", "--no-history", "--html", htmlPath, "--md", mdPath, files[1])
+	code, _, stderr = invoke(t, "merge", "--no-history", "--out", reports, "--html", htmlPath, "--md", mdPath, files[1])
 	assert.Equal(t, 0, code, stderr)
 	page, err = os.ReadFile(htmlPath)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestMarkdownOfTwoBoardsWithHugeExcerptsStaysUnderTheLimit(t *testing.T) {
 	require.NoError(t, os.WriteFile(summary, []byte("# an earlier step's summary\n"), 0o644))
 	t.Setenv("GITHUB_STEP_SUMMARY", summary)
 	mdPath := filepath.Join(reports, "board.md")
-	code, _, stderr := invoke(t, append([]string{"merge", "--no-history", "--md", mdPath}, files...)...)
+	code, _, stderr := invoke(t, append([]string{"merge", "--no-history", "--out", t.TempDir(), "--md", mdPath}, files...)...)
 	assert.Equal(t, 1, code, stderr)
 	md, err := os.ReadFile(mdPath)
 	require.NoError(t, err)
