@@ -222,10 +222,11 @@ tr.GREEN td.outcome { background: #dafbe1; }
 tr.RED td.outcome { background: #ffd8d3; }
 tr.KNOWN-RED td.outcome { background: #fff1c5; }
 tr.FIXED td.outcome { background: #ddf4ff; }
+tr.FLAKY td.outcome { background: #fff1c5; }
 tr.SETUP-FAIL td.outcome, tr.INCONCLUSIVE td.outcome { background: #fbefff; }
 .chip { display: inline-block; padding: 0 .5em; margin: 0 .3em .2em 0; border-radius: 1em; border: 1px solid #d0d7de; font-size: .9em; white-space: nowrap; }
 .chip.GREEN { background: #dafbe1; } .chip.RED { background: #ffd8d3; } .chip.KNOWN-RED { background: #fff1c5; }
-.chip.FIXED { background: #ddf4ff; } .chip.SETUP-FAIL, .chip.INCONCLUSIVE { background: #fbefff; }
+.chip.FIXED { background: #ddf4ff; } .chip.FLAKY { background: #fff1c5; } .chip.SETUP-FAIL, .chip.INCONCLUSIVE { background: #fbefff; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; padding: .8em 1em; font-size: .85em; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre.measure { background: #fff; }
 figure { margin: .8em 0; }
@@ -249,7 +250,7 @@ a.cell.none { background: #f6f8fa; outline: 1px solid #d0d7de; }
 {{if .Multi}}<header>
 <h1>reproboard: {{len .Boards}} boards, <span class="exit{{.ExitCode}}">exit {{.ExitCode}}</span> ({{.Meaning}})</h1>
 <p class="verdict">{{.ExitReason}}</p>
-<p class="legend">Exit 0: nothing regressed. Exit 1: a regression (a gating board has a RED or INCONCLUSIVE section, or --strict and a FIXED one). Exit 2: a setup failure, nothing regressed but not everything was verified. A regression beats a setup failure.</p>
+<p class="legend">Exit 0: nothing regressed. Exit 1: a regression (a gating board has a RED or INCONCLUSIVE section, or --strict and a FIXED or FLAKY one). Exit 2: a setup failure, nothing regressed but not everything was verified. A regression beats a setup failure.</p>
 <table class="overview">
 <thead><tr><th>board</th><th>kind</th><th>exit</th><th>sections</th><th>why</th></tr></thead>
 <tbody>

@@ -32,6 +32,7 @@ var ansi = map[outcome.Outcome]string{
 	outcome.Fixed:        "\x1b[36m",
 	outcome.SetupFail:    "\x1b[35m",
 	outcome.Inconclusive: "\x1b[35m",
+	outcome.Flaky:        "\x1b[33m",
 }
 
 const ansiReset = "\x1b[0m"
