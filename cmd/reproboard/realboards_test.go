@@ -75,6 +75,7 @@ func TestRealBoardsShardedEqualUnsharded(t *testing.T) {
 	code, stdout, stderr := invoke(t, "run", "--config", "../../boards.yaml", "--out", out,
 		"--json", filepath.Join(out, "board.json"), "--junit", filepath.Join(out, "junit.xml"))
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Regexp(t, `KNOWN-RED\s+#581\s+\S+\s+TestRepro/issue581`, stdout)
 	whole := map[string]*board.Board{}
 	for _, name := range []string{"guards", "bug-repro"} {
 		whole[name] = readBoard(t, filepath.Join(out, "board."+name+".json"))
