@@ -134,9 +134,11 @@ func TestListRefusesHostileConfigs(t *testing.T) {
 		laughs.WriteString(fmt.Sprintf("  - &a%d [%s]\n", i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10), ",")))
 	}
 	for name, tc := range map[string]struct{ text, want string }{
-		"nesting":  {"targets: " + strings.Repeat("[", 1_000_000), ":1:41: nested 33 levels deep"},
+		"nesting":  {"targets: " + strings.Repeat("[", 250_000), ":1:41: nested 33 levels deep"},
+		"1M [":     {"targets: " + strings.Repeat("[", 1_000_000), ":1:1: the file is 1000009 bytes, over the limit of 262144"},
 		"alias":    {laughs.String(), ":13:10: aliases (*name) are not supported"},
-		"entries":  {base + "known_red:\n" + strings.Repeat("- {}\n", 140_000), ":10006:1: more than 20000 keys and list items"},
+		"entries":  {base + "known_red:\n" + strings.Repeat("- {}\n", 140_000), ":1:1: the file is 700140 bytes, over the limit of 262144"},
+		"50k":      {base + "known_red:\n" + strings.Repeat("- {}\n", 50_000), ":10006:1: more than 20000 keys and list items"},
 		"toolexec": {strings.Replace(base, "[./x]", "['-toolexec=/tmp/prog', ./x]", 1), `:8:16: packages entry "-toolexec=/tmp/prog" starts with -`},
 	} {
 		t.Run(name, func(t *testing.T) {
