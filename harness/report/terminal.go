@@ -39,7 +39,7 @@ const ansiReset = "\x1b[0m"
 
 // lookFirst is the table's order: what needs a look first, GREEN last.
 // Outcomes not named here (added later) sit after these and before GREEN.
-var lookFirst = []outcome.Outcome{outcome.Red, outcome.Inconclusive, outcome.SetupFail, "FLAKY", outcome.Fixed, outcome.KnownRed}
+var lookFirst = []outcome.Outcome{outcome.Red, outcome.Inconclusive, outcome.SetupFail, outcome.Flaky, outcome.Fixed, outcome.KnownRed}
 
 func lookRank(o outcome.Outcome) int {
 	if o == outcome.Green {
