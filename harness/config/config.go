@@ -225,12 +225,35 @@ type validator struct {
 }
 
 func (v *validator) errorf(p Pos, format string, args ...any) {
-	for i, a := range args {
-		if s, ok := a.(string); ok {
+	// Values quoted with %q come from the file: a 10 MB key is cut. The
+	// message's own text (%s) is kept whole.
+	for i, verb := range verbs(format) {
+		if i >= len(args) {
+			break
+		}
+		if s, ok := args[i].(string); ok && verb == 'q' {
 			args[i] = cut(s)
 		}
 	}
 	v.errs = append(v.errs, posError{p, fmt.Sprintf(format, args...)})
+}
+
+// verbs lists the verb of each argument of a Printf format, in order.
+func verbs(format string) []byte {
+	var out []byte
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+			i++
+		}
+		if i < len(format) && format[i] != '%' {
+			out = append(out, format[i])
+		}
+	}
+	return out
 }
 
 func (v *validator) err() error {

@@ -162,7 +162,7 @@ func TestSchemaDocumentsEveryField(t *testing.T) {
 	doc, err := os.ReadFile("SCHEMA.md")
 	require.NoError(t, err)
 	for _, typ := range []reflect.Type{reflect.TypeOf(board.Board{}), reflect.TypeOf(board.Section{}), reflect.TypeOf(board.RunKey{}),
-		reflect.TypeOf(board.Attempt{}), reflect.TypeOf(board.Problem{}), reflect.TypeOf(board.Skipped{})} {
+		reflect.TypeOf(board.Attempt{}), reflect.TypeOf(board.Problem{}), reflect.TypeOf(board.Skipped{}), reflect.TypeOf(board.RunInfo{})} {
 		for i := range typ.NumField() {
 			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 			if name == "" || name == "-" {
