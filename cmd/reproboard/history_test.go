@@ -23,6 +23,7 @@ import (
 func shardReport(t *testing.T, dir string, n int, outs map[string]outcome.Outcome) string {
 	t.Helper()
 	b := &board.Board{Schema: board.Schema, Name: "guards", Target: "demod", Gating: true, Platform: "linux/amd64", Shard: "1/1",
+		Run:     &board.RunKey{Config: "sha256:c", Listing: "sha256:l"}, // merge checks the shard set
 		RunInfo: &board.RunInfo{Time: time.Date(2026, 12, 1, 10, n, 0, 0, time.UTC), Duration: 2, Commit: fmt.Sprintf("%07d%033d", n, 0)}}
 	for test, o := range outs {
 		b.Sections = append(b.Sections, board.Section{Package: "example.com/app/guards", Test: test, Outcome: o, Duration: 0.5, Artifacts: map[string]string{}})
