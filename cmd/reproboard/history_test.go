@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,13 @@ func shardReport(t *testing.T, dir string, n int, outs map[string]outcome.Outcom
 	b := &board.Board{Schema: board.Schema, Name: "guards", Target: "demod", Gating: true, Platform: "linux/amd64", Shard: "1/1",
 		Run:     &board.RunKey{Config: "sha256:c", Listing: "sha256:l"}, // merge checks the shard set
 		RunInfo: &board.RunInfo{Time: time.Date(2026, 12, 1, 10, n, 0, 0, time.UTC), Duration: 2, Commit: fmt.Sprintf("%07d%033d", n, 0)}}
+	var listed []string
 	for test, o := range outs {
 		b.Sections = append(b.Sections, board.Section{Package: "example.com/app/guards", Test: test, Outcome: o, Duration: 0.5, Artifacts: map[string]string{}})
+		listed = append(listed, test)
 	}
+	sort.Strings(listed)
+	b.Run = &board.RunKey{Config: "sha256:0", Listing: board.ListingDigest(listed), Assigned: listed}
 	b.Score()
 	p := filepath.Join(dir, fmt.Sprintf("run%d.json", n))
 	require.NoError(t, writeFile(p, func(w io.Writer) error { return report.WriteJSON(w, b) }))
@@ -50,7 +55,7 @@ func TestFlakySectionOverSixRuns(t *testing.T) {
 		}
 		p := shardReport(t, dir, n, map[string]outcome.Outcome{"TestFlip/x": flip, "TestSteady/y": outcome.Green})
 		html, md = filepath.Join(dir, fmt.Sprintf("run%d.html", n)), filepath.Join(dir, fmt.Sprintf("run%d.md", n))
-		code, stdout, stderr := invoke(t, "merge", "--history", hist, "--html", html, "--md", md, p)
+		code, stdout, stderr := invoke(t, "merge", "--out", dir, "--history", hist, "--html", html, "--md", md, p)
 		want := 0
 		if flip == outcome.Red {
 			want = 1
@@ -116,7 +121,7 @@ func TestCorruptHistoryStillReports(t *testing.T) {
 	require.NoError(t, os.WriteFile(hist, garbage, 0o644))
 	p := shardReport(t, dir, 1, map[string]outcome.Outcome{"TestA": outcome.Green, "TestB": outcome.Red})
 	html, md, js := filepath.Join(dir, "b.html"), filepath.Join(dir, "b.md"), filepath.Join(dir, "b.json")
-	code, stdout, stderr := invoke(t, "merge", "--history", hist, "--html", html, "--md", md, "--json", js, p)
+	code, stdout, stderr := invoke(t, "merge", "--out", dir, "--history", hist, "--html", html, "--md", md, "--json", js, p)
 	assert.Equal(t, 1, code, "the board's own verdict: TestB is RED on a gating board")
 	assert.Contains(t, stderr, "reproboard: history "+hist+" is unusable: not a SQLite database, or a damaged one")
 	assert.Contains(t, stderr, "move it away (a new history starts) or point history: / --history at another file")
@@ -135,7 +140,7 @@ func TestCorruptHistoryStillReports(t *testing.T) {
 	assert.Equal(t, garbage, after, "a file that is not a history is never written")
 
 	// --no-history: nothing said, nothing opened.
-	code, stdout, stderr = invoke(t, "merge", "--no-history", "--history", hist, p)
+	code, stdout, stderr = invoke(t, "merge", "--out", dir, "--no-history", "--history", hist, p)
 	assert.Equal(t, 1, code)
 	assert.NotContains(t, stdout+stderr, "history")
 }

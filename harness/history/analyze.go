@@ -9,9 +9,8 @@ import (
 )
 
 // Flaky is the outcome of a section that failed and then passed on a
-// retry. It is written here as text so that history reads it from runs
-// recorded by a reproboard that has it, whatever this one's outcomes are.
-const Flaky outcome.Outcome = "FLAKY"
+// re-run.
+const Flaky = outcome.Flaky
 
 // Failing reports whether o is a failure a maintainer tracks: RED or
 // KNOWN-RED.

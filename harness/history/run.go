@@ -75,7 +75,9 @@ func FromBoard(b *board.Board) *Run {
 	return r
 }
 
-func attempts(board.Section) int { return 1 }
+// attempts counts a section's runs: its attempts when it was re-run
+// (--rerun-fails), else 1.
+func attempts(s board.Section) int { return max(1, len(s.Attempts)) }
 
 // ParseMeasures reads the LEAK_MEASURE lines of a section's measure text,
 // one Measure per line that parses; other lines are left out.
