@@ -221,6 +221,13 @@ func Judge(s Series, o Options) Verdict {
 	case slope/gmax > limit && late/gmax > limit && slope > noise && lazy && v.Ops < LazyMinOps:
 		v.Outcome, v.More = outcome.Inconclusive, true
 		v.Reason = fmt.Sprintf("INCONCLUSIVE %s %s > budget %s%s, persisting (%s), but a %s heap is sized lazily over its first thousands of ops: %s convicts it only after %d ops; %s; %s", name, slopeText, o.Budget, retained, lateText, rt.Name, s.Metric, LazyMinOps, rt.Advice, tail)
+	case slope/gmax > limit && late/gmax > limit && slope > noise && terms["floor"] > 0 && slope/gmin <= terms["floor"]:
+		// Below its floor a garbage-collected heap's footprint moves by
+		// its GC timing alone (a heap filling to its goal, a scavenger
+		// returning pages): growth that has not passed the floor convicts
+		// nothing, however steady.
+		v.Outcome, v.More = outcome.Inconclusive, true
+		v.Reason = fmt.Sprintf("INCONCLUSIVE %s %s > budget %s%s, persisting (%s), but a %s footprint moves by up to its heap floor without retaining anything, and this growth has not passed it: %s. %s", name, slopeText, o.Budget, retained, lateText, rt.Name, tail, blindAdvice(v, rt, limit))
 	case slope/gmax > limit && late/gmax > limit && slope > noise:
 		v.Outcome = outcome.Red
 		v.Reason = fmt.Sprintf("RED %s %s > budget %s%s, persisting (%s), %s", name, slopeText, o.Budget, retained, lateText, tail)

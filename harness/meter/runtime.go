@@ -77,13 +77,17 @@ func (r Runtime) floor(m Metric) float64 {
 // executable's name, with their heap flags from the command line and
 // environment. Anything else is Native.
 func DetectRuntime(pid int) Runtime {
+	// The executable is read before the command line and environment: a
+	// process caught between fork and exec shows its parent's, and once the
+	// executable is the new program, so are they.
 	exe := procPath(pid, "exe")
+	name, _ := os.Readlink(exe)
+	bi, biErr := buildinfo.ReadFile(exe)
 	env := readEnviron(pid)
 	args := readCmdline(pid)
-	if bi, err := buildinfo.ReadFile(exe); err == nil {
+	if biErr == nil {
 		return goRuntime(bi.GoVersion, env)
 	}
-	name, _ := os.Readlink(exe)
 	base := strings.TrimSuffix(filepath.Base(name), " (deleted)")
 	switch {
 	case base == "node" || base == "nodejs":

@@ -81,6 +81,24 @@ func TestJudgeGoFloor(t *testing.T) {
 	assert.Contains(t, v.Reason, "1.5KiB/op retained")
 }
 
+// Below a Go heap's floor its footprint moves with GC timing alone, so a
+// steady growth that has not passed the floor convicts nothing: 3.2 KiB/op
+// of USS over 200 ops (640 KB, as a non-leaking Go server showed on a
+// loaded machine) is INCONCLUSIVE, not RED. The same slope kept up past
+// the floor is RED.
+func TestJudgeGrowthUnderGoFloorIsNotRED(t *testing.T) {
+	rt := goRuntime("go1.26.8", map[string]string{})
+	b := MustParseBudget("16B/op")
+	under := synth(200, 10, 0, 1, func(o int) float64 { return 6*mib + 3.2*kib*float64(o) })
+	v := Judge(under, Options{Budget: b, Warmup: 40, Runtime: &rt})
+	assert.Equal(t, "INCONCLUSIVE", string(v.Outcome), v.Reason)
+	assert.True(t, v.More)
+	assert.Contains(t, v.Reason, "has not passed it")
+	past := synth(6400, 10, 0, 1, func(o int) float64 { return 6*mib + 3.2*kib*float64(o) })
+	v = Judge(past, Options{Budget: b, Warmup: 1280, Runtime: &rt})
+	assert.Equal(t, "RED", string(v.Outcome), v.Reason)
+}
+
 // Thinning keeps every other sample, in order.
 func TestRecorderThin(t *testing.T) {
 	r := NewRecorder(&Target{}, USS)
