@@ -18,14 +18,7 @@ import (
 // with an env: that expands section and passed variables, and beta.
 func adopterModule(t *testing.T) string {
 	t.Helper()
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
-	require.NoError(t, err)
-	gosum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-	require.NoError(t, err)
-	mod := strings.Replace(string(gomod), "module github.com/reproboard/reproboard", "module example.com/adopter", 1)
-	mod += "\nrequire github.com/reproboard/reproboard v0.0.0\n\nreplace github.com/reproboard/reproboard => " + repo + "\n"
+	mod, gosum := replacingModule(t, "example.com/adopter")
 	program := func(name string) string {
 		return `package main
 
@@ -63,7 +56,7 @@ func TestGuards(t *testing.T) { script.Run(t, script.Params{Dir: "testdata"}) }
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod": mod,
-		"go.sum": string(gosum),
+		"go.sum": gosum,
 		"boards.yaml": `targets:
   alpha:
     build: ./cmd/alpha

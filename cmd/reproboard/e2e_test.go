@@ -16,6 +16,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// replacingModule returns the go.mod and go.sum of a module named path
+// that requires this repository through a replace directive, as a user's
+// module would; its requirements are this module's, so go test works
+// offline.
+func replacingModule(t *testing.T, path string) (gomod, gosum string) {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	mod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	require.NoError(t, err)
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	require.NoError(t, err)
+	gomod = strings.Replace(string(mod), "module github.com/reproboard/reproboard", "module "+path, 1)
+	gomod += "\nrequire github.com/reproboard/reproboard v0.0.0\n\nreplace github.com/reproboard/reproboard => " + repo + "\n"
+	return gomod, string(sum)
+}
+
 // fixtureModule writes a small module that uses this repository's harness
 // (through a replace) with a target to build, a gating guard board, a
 // bug-repro board with a leak repro that records a chart, and a board
@@ -23,19 +40,12 @@ import (
 // requirements, so go test works offline.
 func fixtureModule(t *testing.T) string {
 	t.Helper()
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
-	require.NoError(t, err)
-	gosum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-	require.NoError(t, err)
-	mod := strings.Replace(string(gomod), "module github.com/reproboard/reproboard", "module example.com/fixture", 1)
-	mod += "\nrequire github.com/reproboard/reproboard v0.0.0\n\nreplace github.com/reproboard/reproboard => " + repo + "\n"
+	mod, gosum := replacingModule(t, "example.com/fixture")
 
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod": mod,
-		"go.sum": string(gosum),
+		"go.sum": gosum,
 		"boards.yaml": `targets:
   fake:
     build: ./cmd/fake

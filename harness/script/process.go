@@ -75,20 +75,30 @@ var cmdTarget = command{
 	},
 }
 
+// runArgs parses the flags run and setup share: the timeout and the
+// standard input of the command line that follows them.
+func (c *call) runArgs() (time.Duration, []byte, error) {
+	timeout := c.timeoutFlag()
+	stdinFile := c.flags.String("stdin", "", "file fed to standard input")
+	if err := c.parse(1, -1); err != nil {
+		return 0, nil, err
+	}
+	var stdin []byte
+	if *stdinFile != "" {
+		stdin = []byte(c.ts.ReadFile(*stdinFile))
+	}
+	return *timeout, stdin, nil
+}
+
 var cmdRun = command{
 	usage: "[!] run [-timeout d] [-stdin FILE] cmd args... — run a command, bounded and supervised (write it where testscript's exec would be); ! expects a non-zero exit (a timeout always fails)",
 	neg:   negSelf,
 	run: func(c *call) error {
-		timeout := c.timeoutFlag()
-		stdinFile := c.flags.String("stdin", "", "file fed to standard input")
-		if err := c.parse(1, -1); err != nil {
+		timeout, stdin, err := c.runArgs()
+		if err != nil {
 			return err
 		}
-		var stdin []byte
-		if *stdinFile != "" {
-			stdin = []byte(c.ts.ReadFile(*stdinFile))
-		}
-		res, err := c.runOnce(c.args, *timeout, stdin)
+		res, err := c.runOnce(c.args, timeout, stdin)
 		if err != nil {
 			return err
 		}
@@ -110,16 +120,11 @@ var cmdSetup = command{
 	usage: "setup [-timeout d] [-stdin FILE] cmd args... — a precondition this section does not own; its failure is SETUP-FAIL, not RED",
 	neg:   negNever,
 	run: func(c *call) error {
-		timeout := c.timeoutFlag()
-		stdinFile := c.flags.String("stdin", "", "file fed to standard input")
-		if err := c.parse(1, -1); err != nil {
+		timeout, stdin, err := c.runArgs()
+		if err != nil {
 			return err
 		}
-		var stdin []byte
-		if *stdinFile != "" {
-			stdin = []byte(c.ts.ReadFile(*stdinFile))
-		}
-		res, err := c.runOnce(c.args, *timeout, stdin)
+		res, err := c.runOnce(c.args, timeout, stdin)
 		if err == nil && res.RC != 0 {
 			err = fmt.Errorf("%s", describe(c.args, res))
 		}
