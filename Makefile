@@ -9,7 +9,7 @@ GOTESTSUM = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-e
 
 .PHONY: test vet board redis-board guards repro bench stress mutants clean
 
-## test: vet, then every test that must pass (5 minutes on a loaded 2-core machine: the real boards run three times)
+## test: vet, then every test that must pass (3 minutes on a 2-core machine; up to 7 under load: the real boards run three times)
 # Its runs live under a base of their own, so that no-leftovers checks (and
 # kills) the processes of these runs only, never another checkout's.
 test: vet
