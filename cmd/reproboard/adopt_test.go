@@ -142,10 +142,8 @@ func TestAdopterModuleTargetsPerPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own")
 	}
-	t.Setenv("GOPROXY", "off") // everything needed is in the module cache
-	t.Setenv("GOWORK", "off")
+	offlineGo(t)
 	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("NO_COLOR", "1")
 	t.Setenv("ADOPTER_OUTER", "outer")
 	dir := adopterModule(t)
 

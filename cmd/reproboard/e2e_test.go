@@ -224,15 +224,21 @@ func outcomes(b *board.Board) map[string]string {
 	return m
 }
 
+// offlineGo runs go for a fixture module from the module cache alone, out
+// of any workspace, with plain output.
+func offlineGo(t *testing.T) {
+	t.Setenv("GOPROXY", "off") // everything needed is in the module cache
+	t.Setenv("GOWORK", "off")
+	t.Setenv("NO_COLOR", "1")
+}
+
 // TestEndToEnd drives the CLI in-process against real go test runs.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test and go build on a fixture module")
 	}
-	t.Setenv("GOPROXY", "off") // everything needed is in the module cache
-	t.Setenv("GOWORK", "off")
+	offlineGo(t)
 	t.Setenv("GOFLAGS", "")
-	t.Setenv("NO_COLOR", "1")
 	dir := fixtureModule(t)
 	cfg := filepath.Join(dir, "boards.yaml")
 	reports := t.TempDir()

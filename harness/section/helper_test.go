@@ -33,32 +33,38 @@ func helperSpec(mode string, args ...string) Spec {
 	return Spec{Args: append([]string{os.Args[0]}, args...), Env: []string{helperEnv + "=" + mode}}
 }
 
+// daemonize starts this binary as a setsid daemon in helper mode mode,
+// waits until it says ready (its signal handling and title are set up),
+// and prints its pid, as a daemon's launcher does before it exits.
+func daemonize(mode string) int {
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), helperEnv+"="+mode)
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	ready, err := child.StdoutPipe()
+	if err == nil {
+		err = child.Start()
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	line, err := bufio.NewReader(ready).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		fmt.Printf("error: the daemon said %q (%v)\n", line, err)
+		return 1
+	}
+	fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
+	return 0
+}
+
 func helper(mode string, args []string) int {
 	switch mode {
 	case "daemonize":
 		// Double fork: start a setsid daemon and exit, as daemons do.
-		stubborn := len(args) > 0 && args[0] == "stubborn"
-		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), helperEnv+"=daemon")
-		if stubborn {
-			child.Env = append(child.Env, helperEnv+"=daemon-stubborn")
+		if len(args) > 0 && args[0] == "stubborn" {
+			return daemonize("daemon-stubborn")
 		}
-		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		ready, err := child.StdoutPipe()
-		if err == nil {
-			err = child.Start()
-		}
-		if err != nil {
-			fmt.Println("error:", err)
-			return 1
-		}
-		// Wait until the daemon has set up its signal handling.
-		if _, err := bufio.NewReader(ready).ReadString('\n'); err != nil {
-			fmt.Println("error: daemon never said ready:", err)
-			return 1
-		}
-		fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
-		return 0
+		return daemonize("daemon")
 	case "daemonize-envclear":
 		// setsid -f env -i sleep 3601: detached, nothing in its environment.
 		child := exec.Command("/bin/sleep", "3601")
@@ -72,24 +78,7 @@ func helper(mode string, args []string) int {
 		return 0
 	case "daemonize-title":
 		// A daemon that writes its title over its environment, as redis does.
-		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), helperEnv+"=title-daemon")
-		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		ready, err := child.StdoutPipe()
-		if err == nil {
-			err = child.Start()
-		}
-		if err != nil {
-			fmt.Println("error:", err)
-			return 1
-		}
-		line, err := bufio.NewReader(ready).ReadString('\n')
-		if err != nil || line != "ready\n" {
-			fmt.Printf("error: the daemon said %q (%v)\n", line, err)
-			return 1
-		}
-		fmt.Printf("daemon: started (pid %d)\n", child.Process.Pid)
-		return 0
+		return daemonize("title-daemon")
 	case "title-daemon":
 		if err := overwriteEnviron("redis-server *:6379"); err != nil {
 			fmt.Println("error:", err)
